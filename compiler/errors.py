@@ -1,0 +1,9 @@
+"""Errors a user can cause. Messages name the user's objects (stage, axis, argument)."""
+
+
+class ScheduleError(ValueError):
+    """A schedule primitive was misused; the message names the stage and the axis."""
+
+
+class LowerError(ValueError):
+    """The arguments given to lower() / build() do not fit the schedule."""

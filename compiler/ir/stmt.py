@@ -1,0 +1,157 @@
+"""Loop IR: the statements that schedule_ops produces and codegen consumes.
+
+Before storage flattening, tensors are written with ProducerStore inside Realize
+regions (multi-dimensional, as in the reference's `realize C([dj, 1], [dk, 1])`).
+After flattening they are Buffers with Load / Store on one flat index, and every
+intermediate has an Allocate whose size bound inference decided.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..te.expr import Expr, Var, const
+from ..te.tensor import Range, Tensor
+
+SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
+
+
+class Stmt:
+    """Base of every statement; subclasses are frozen dataclasses."""
+
+    __slots__ = ()
+
+    def __str__(self):
+        from .printer import stmt_str
+        return stmt_str(self)
+
+    __repr__ = __str__
+
+
+def _node(cls):
+    return dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A flat memory region: `shape` gives the strides (row-major), `scope` where it lives."""
+    name: str
+    dtype: str
+    shape: tuple
+    scope: str = "global"
+
+    @property
+    def elements(self) -> Expr:
+        """The number of elements: the product of the shape, simplified."""
+        from ..arith.simplify import simplify
+        total = const(1)
+        for d in self.shape:
+            total = total * d
+        return simplify(total)
+
+    def __repr__(self):
+        return f"Buffer({self.name}, {self.dtype}, {list(map(str, self.shape))})"
+
+
+@_node
+class Load(Expr):
+    buffer: Buffer
+    index: Expr
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.buffer.dtype)
+
+
+@_node
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+
+@_node
+class ProducerStore(Stmt):
+    producer: Tensor
+    indices: tuple
+    value: Expr
+
+
+@_node
+class Realize(Stmt):
+    """The region `bounds` of `producer` must exist while `body` runs."""
+    producer: Tensor
+    bounds: tuple
+    body: Stmt
+    scope: str = "global"
+
+
+@_node
+class For(Stmt):
+    """`for loop_var in [min, min + extent)`, run as `kind` (serial, parallel, ...)."""
+    loop_var: Var
+    min: Expr
+    extent: Expr
+    kind: str
+    body: Stmt
+    pragmas: tuple = ()
+
+
+@_node
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@_node
+class IfThenElse(Stmt):
+    condition: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@_node
+class LetStmt(Stmt):
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@_node
+class SeqStmt(Stmt):
+    seq: tuple
+
+
+@_node
+class Evaluate(Stmt):
+    value: Expr
+
+
+def seq(*stmts) -> Stmt:
+    """A SeqStmt of the non-empty statements, flattened; a single one stands alone."""
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        flat.extend(s.seq if isinstance(s, SeqStmt) else [s])
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class PrimFunc:
+    """A lowered function: buffers in argument order, the body, and its symbolic sizes."""
+    name: str
+    params: tuple
+    body: Stmt
+    size_vars: tuple = ()
+
+    def __str__(self):
+        from .printer import func_str
+        return func_str(self)
+
+    __repr__ = __str__
+
+
+__all__ = ["Stmt", "Buffer", "Load", "Store", "ProducerStore", "Realize", "For", "Allocate",
+           "IfThenElse", "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq", "Range",
+           "SERIAL", "PARALLEL", "VECTORIZED", "UNROLLED"]

@@ -1,0 +1,281 @@
+"""Expression nodes of the tensor-expression language and the loop IR.
+
+Nodes are immutable and hashed by identity: two `Var("i")` are different variables,
+exactly as in TVM. Python operators build nodes, so `A[i, k] * B[k, j] + 1` is an
+expression tree. `a == b` builds an `EQ` node; its truth value is identity (`a is b`),
+which keeps Vars usable as dictionary keys and list members.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DTYPES = ("bool", "int8", "int32", "int64", "float32", "float64")
+
+
+def check_dtype(dtype: str) -> str:
+    """Return `dtype` if it is one we compile, else raise a TypeError naming it."""
+    if dtype not in DTYPES:
+        raise TypeError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def is_float(dtype: str) -> bool:
+    return dtype.startswith("float")
+
+
+def is_int(dtype: str) -> bool:
+    return dtype.startswith("int")
+
+
+def bits(dtype: str) -> int:
+    return 1 if dtype == "bool" else int(dtype.lstrip("intfloat"))
+
+
+class Expr:
+    """Base of every expression. Subclasses are frozen dataclasses with a `dtype`."""
+
+    __slots__ = ()
+    dtype: str
+    __hash__ = object.__hash__
+
+    def __add__(self, other): return binary(Add, self, other)
+    def __radd__(self, other): return binary(Add, other, self)
+    def __sub__(self, other): return binary(Sub, self, other)
+    def __rsub__(self, other): return binary(Sub, other, self)
+    def __mul__(self, other): return binary(Mul, self, other)
+    def __rmul__(self, other): return binary(Mul, other, self)
+    def __truediv__(self, other): return div(self, other)
+    def __rtruediv__(self, other): return div(other, self)
+    def __floordiv__(self, other): return binary(FloorDiv, self, other)
+    def __rfloordiv__(self, other): return binary(FloorDiv, other, self)
+    def __mod__(self, other): return binary(FloorMod, self, other)
+    def __rmod__(self, other): return binary(FloorMod, other, self)
+    def __neg__(self): return binary(Sub, const(0, self.dtype), self)
+    def __lt__(self, other): return binary(LT, self, other)
+    def __le__(self, other): return binary(LE, self, other)
+    def __gt__(self, other): return binary(LT, other, self)
+    def __ge__(self, other): return binary(LE, other, self)
+    def __eq__(self, other): return binary(EQ, self, other)
+    def __ne__(self, other): return binary(NE, self, other)
+    def __and__(self, other): return logical(And, self, other)
+    def __rand__(self, other): return logical(And, other, self)
+    def __or__(self, other): return logical(Or, self, other)
+    def __ror__(self, other): return logical(Or, other, self)
+
+    def __invert__(self):
+        return Not(_as_bool(self, "~"))
+
+    def __bool__(self):
+        raise ValueError(
+            f"cannot use the symbolic expression {self} as a Python bool; "
+            "use te.if_then_else / te.select, and & | ~ instead of and / or / not")
+
+    def astype(self, dtype: str) -> Expr:
+        """Convert to `dtype` (a Cast node; no node when the dtype already matches)."""
+        check_dtype(dtype)
+        return self if dtype == self.dtype else Cast(dtype, self)
+
+    def __str__(self):
+        from ..ir.printer import expr_str
+        return expr_str(self)
+
+    __repr__ = __str__
+
+
+def _node(cls):
+    return dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+@_node
+class IntImm(Expr):
+    value: int
+    dtype: str = "int32"
+
+
+@_node
+class FloatImm(Expr):
+    value: float
+    dtype: str = "float32"
+
+
+@_node
+class Var(Expr):
+    """A scalar variable: a loop index, an axis, or a symbolic size made by te.var."""
+    name: str
+    dtype: str = "int32"
+
+
+@_node
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@_node
+class BinaryOp(Expr):
+    a: Expr
+    b: Expr
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.a.dtype)
+
+
+class Add(BinaryOp): pass
+class Sub(BinaryOp): pass
+class Mul(BinaryOp): pass
+class Div(BinaryOp):
+    """True division of floats."""
+class FloorDiv(BinaryOp): pass
+class FloorMod(BinaryOp): pass
+class TruncDiv(BinaryOp): pass
+class TruncMod(BinaryOp): pass
+class Min(BinaryOp): pass
+class Max(BinaryOp): pass
+
+
+class CmpOp(BinaryOp):
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", "bool")
+
+
+class EQ(CmpOp):
+    def __bool__(self):
+        return self.a is self.b
+
+
+class NE(CmpOp):
+    def __bool__(self):
+        return self.a is not self.b
+
+
+class LT(CmpOp): pass
+class LE(CmpOp): pass
+class And(CmpOp): pass
+class Or(CmpOp): pass
+
+
+@_node
+class Not(Expr):
+    a: Expr
+    dtype: str = "bool"
+
+
+@_node
+class Select(Expr):
+    """`true_value if condition else false_value`. Only the chosen branch is evaluated,
+    so a guarded out-of-bounds load (padding) is safe."""
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.true_value.dtype)
+
+
+@_node
+class Call(Expr):
+    """A pure math intrinsic (exp, log, sqrt, ...) applied elementwise."""
+    name: str
+    args: tuple
+    dtype: str
+
+
+@_node
+class Let(Expr):
+    var: Var
+    value: Expr
+    body: Expr
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.body.dtype)
+
+
+# ---------------------------------------------------------------- construction helpers
+
+def const(value, dtype: str | None = None) -> Expr:
+    """A constant node; the dtype defaults to int32 for ints and float32 for floats."""
+    if isinstance(value, Expr):
+        return value.astype(dtype) if dtype else value
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+    check_dtype(dtype)
+    if is_float(dtype):
+        return FloatImm(float(value), dtype)
+    if not isinstance(value, (int, bool)) and float(value) != int(value):
+        raise TypeError(f"constant {value!r} is not an integer but dtype is {dtype}")
+    return IntImm(int(value), dtype)
+
+
+def convert(value: Any, like: str | None = None) -> Expr:
+    """Turn a Python number, an IterVar or an Expr into an Expr.
+
+    A Python number takes the dtype of the expression it meets (`like`), as in TVM:
+    `x * 2` keeps x's dtype, `x * 0.5` with an int x becomes float32.
+    """
+    if isinstance(value, Expr):
+        return value
+    var = getattr(value, "var", None)
+    if isinstance(var, Var):  # an IterVar
+        return var
+    if isinstance(value, bool):
+        return IntImm(int(value), "bool")
+    if isinstance(value, int):
+        return const(value, like if like and like != "bool" else "int32")
+    if isinstance(value, float):
+        return const(value, like if like and is_float(like) else "float32")
+    raise TypeError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
+
+
+def _promote(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    if a.dtype == b.dtype:
+        return a, b
+    fa, fb = is_float(a.dtype), is_float(b.dtype)
+    if fa != fb:
+        target = a.dtype if fa else b.dtype
+    else:
+        target = a.dtype if bits(a.dtype) >= bits(b.dtype) else b.dtype
+    return a.astype(target), b.astype(target)
+
+
+def binary(cls, a, b) -> Expr:
+    """Build `cls(a, b)` after converting Python numbers and promoting dtypes."""
+    if not isinstance(a, Expr):
+        a = convert(a, getattr(convert(b), "dtype", None))
+    b = convert(b, a.dtype)
+    a, b = _promote(a, b)
+    if cls in (FloorMod, TruncMod, TruncDiv) and is_float(a.dtype):
+        raise TypeError(f"{cls.__name__} needs integer operands, got {a.dtype}")
+    if cls is FloorDiv and is_float(a.dtype):
+        return Call("floor", (Div(a, b),), a.dtype)
+    return cls(a, b)
+
+
+def div(a, b) -> Expr:
+    """`a / b`: true division for floats; integers must say which rounding they mean."""
+    a = convert(a, getattr(b, "dtype", None))
+    b = convert(b, a.dtype)
+    a, b = _promote(a, b)
+    if not is_float(a.dtype):
+        raise TypeError(
+            f"'/' on integers ({a} / {b}) is ambiguous: use // (floordiv) or te.truncdiv, "
+            "or astype('float32') first")
+    return Div(a, b)
+
+
+def _as_bool(x: Expr, op: str) -> Expr:
+    if x.dtype != "bool":
+        raise TypeError(f"operator {op} needs boolean operands, got {x} of dtype {x.dtype}")
+    return x
+
+
+def logical(cls, a, b) -> Expr:
+    a, b = convert(a), convert(b)
+    name = "&" if cls is And else "|"
+    return cls(_as_bool(a, name), _as_bool(b, name))
