@@ -86,7 +86,7 @@ def check_reduce_usage(body: Expr, stage: str) -> None:
     if inner:
         raise ValueError(f"compute {stage}: a reduction must be the whole body of the "
                          f"compute, not part of an expression ({inner[0]})")
-    bound = {iv.var for iv in top.axis} if top else set()
+    bound = {iv.var for iv in top.axis} if top is not None else set()
     parts = [body] if top is None else [top.source] + [c for c in [top.condition] if c is not None]
     for part in parts:
         for v in collect(part, lambda e: isinstance(e, Var) and e in REDUCE_VARS):
