@@ -163,7 +163,21 @@ class Linear:
 
 
 def _linear(e: E.Expr) -> Linear:
-    return Linear(e.dtype).add(e, 1)
+    return _merge_div_mod(Linear(e.dtype).add(e, 1))
+
+
+def _merge_div_mod(lin: Linear) -> Linear:
+    """`floordiv(x, c)*c*k + floormod(x, c)*k` -> `x*k`: what a fused loop's index
+    splits into comes back together."""
+    for key, (t, k) in list(lin.terms.items()):
+        if not isinstance(t, E.FloorMod) or not isinstance(t.b, E.IntImm) or k == 0:
+            continue
+        c = t.b.value
+        dkey = skey(E.FloorDiv(t.a, t.b))
+        if dkey in lin.terms and lin.terms[dkey][1] == k * c:
+            del lin.terms[key], lin.terms[dkey]
+            lin.add(t.a, k)
+    return lin
 
 
 # ------------------------------------------------------------------ the simplifier
