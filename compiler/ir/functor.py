@@ -10,9 +10,10 @@ from functools import lru_cache
 from typing import Callable
 
 from ..te.expr import Expr, Var
+from ..te.tensor import Range
 from .stmt import Stmt
 
-Node = Expr | Stmt
+Node = Expr | Stmt | Range
 
 
 @lru_cache(maxsize=None)
@@ -21,11 +22,11 @@ def _child_fields(cls) -> tuple[str, ...]:
 
 
 def _is_node(x) -> bool:
-    return isinstance(x, (Expr, Stmt))
+    return isinstance(x, (Expr, Stmt, Range))
 
 
 def children(node: Node) -> list[Node]:
-    """The Expr / Stmt children of a node, in field order."""
+    """The Expr / Stmt / Range children of a node, in field order."""
     out = []
     for name in _child_fields(type(node)):
         v = getattr(node, name)

@@ -23,7 +23,7 @@ from ..arith.simplify import (INF, Linear, const_bound, const_upper_bound, loop_
 from ..errors import ScheduleError
 from ..ir.functor import collect
 from ..te import expr as E
-from ..te.tensor import IterVar, PlaceholderOp, Range
+from ..te.tensor import IterVar, Range
 from .graph import StageGraph
 from .relations import Fuse, Rebase, Split
 from .stage import SCOPE, Stage
@@ -230,6 +230,3 @@ def _pass_down_domain(ctx: BoundContext, st: Stage):
                 ctx.set_range(f, Range(E.const(0), rmap[o].extent * rmap[i].extent))
             case Rebase(parent=p, rebased=r):
                 ctx.set_range(r, Range(E.const(0), rmap[p].extent))
-
-
-__all__ = ["infer_bound", "infer_bound_context", "BoundContext", "PlaceholderOp"]

@@ -91,7 +91,13 @@ class _Builder:
             if r is not None:
                 kind = _KIND.get(st.iter_var_attrs.get(leaf), SERIAL)
                 pragmas = tuple(st.pragmas.get(leaf, ()))
-                body = For(leaf.var, r.min, r.extent, kind, body, pragmas)
+                loop_var = leaf.var
+                if not (isinstance(r.min, E.IntImm) and r.min.value == 0):
+                    # Loops run from 0, as in the reference's MakeLoopNest: the leaf's
+                    # value is the loop index plus the region's start.
+                    loop_var = E.Var(leaf.var.name)
+                    body = substitute(body, {leaf.var: r.min + loop_var})
+                body = For(loop_var, E.const(0), r.extent, kind, body, pragmas)
         return body
 
     def _pass_up_index(self, st: Stage, value: dict, bounds: dict) -> list[E.Expr]:

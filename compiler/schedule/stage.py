@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..te.expr import IntImm, Var
-from ..te.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar
+from ..te.tensor import REDUCE, ComputeOp, IterVar
 from .relations import Fuse, Split
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
@@ -209,6 +209,3 @@ class Stage:
         """Attach a named hint to the loop `axis` (e.g. "auto_unroll_max_step", 16)."""
         iv = self._leaf(axis, "pragma")
         self.pragmas.setdefault(iv, []).append((name, value))
-
-    def is_data_par(self, iv: IterVar) -> bool:
-        return iv.iter_type == DATA_PAR

@@ -257,8 +257,8 @@ def test_split_that_does_not_divide_runs_only_the_tail():
     assert loops(f) == expect("""
         for (i.outer, 0, 2) {
           allocate B[float32 * 16]
-          for (i, (i.outer*16), min(16, (20 - (i.outer*16)))) {
-            B[(i - (i.outer*16))] = (A[i] + 1.0f)
+          for (i, 0, min(16, (20 - (i.outer*16)))) {
+            B[i] = (A[((i.outer*16) + i)] + 1.0f)
           }
           for (i.inner, 0, 16) {
             if ((((i.outer*16) + i.inner) < 20)) {

@@ -1,0 +1,63 @@
+"""The index simplifier and constant bounds (compiler/arith/simplify.py)."""
+from compiler.arith.simplify import const_bound, const_upper_bound, simplify
+from compiler.te import expr as E
+from compiler import te
+
+
+def s(e, **bounds):
+    return str(simplify(e, bounds))
+
+
+def test_constants_fold():
+    assert s(E.const(3) * 4 + 2) == "14"
+    assert s(te.floordiv(E.const(-7), 2)) == "-4"
+    assert s(te.floormod(E.const(-7), 2)) == "1"
+    assert s(te.truncdiv(E.const(-7), 2)) == "-3"
+
+
+def test_linear_terms_cancel_and_keep_reference_order():
+    i, j = te.var("i"), te.var("j")
+    assert s((i * 16 + 15) - i * 16) == "15"
+    assert s(i * 4 * 4 + j) == "((i*16) + j)"
+    assert s(20 - i * 16) == "(20 - (i*16))"
+    assert s(i + j - i - j) == "0"
+
+
+def test_min_of_tail_extent_is_pushed_and_bounded():
+    jo = te.var("jo")
+    tail = te.min(jo * 16 + 15, 19) - jo * 16 + 1
+    b = {jo: (0, 1)}
+    assert str(simplify(tail, b)) == "min(16, (20 - (jo*16)))"
+    assert const_upper_bound(tail, b) == 16
+
+
+def test_min_max_decided_by_bounds():
+    x = te.var("x")
+    assert str(simplify(te.min(x * 4 + 3, 15), {x: (0, 3)})) == "((x*4) + 3)"
+    assert str(simplify(te.max(x, 0), {x: (0, 9)})) == "x"
+    assert str(simplify(te.min(x, 5), {x: (0, 9)})) == "min(x, 5)"
+
+
+def test_floordiv_floormod_with_known_ranges():
+    i, j = te.var("i"), te.var("j")
+    b = {i: (0, 100), j: (0, 3)}
+    assert str(simplify(te.floordiv(i * 4 + j, 4), b)) == "i"
+    assert str(simplify(te.floormod(i * 4 + j, 4), b)) == "j"
+    assert str(simplify(te.floordiv(i * 8, 4), b)) == "(i*2)"
+    f = te.var("f")
+    assert str(simplify(te.floordiv(f, 4) * 4 + te.floormod(f, 4))) == "f"
+
+
+def test_comparisons_proved_or_kept():
+    i = te.var("i")
+    assert str(simplify(i < 20, {i: (0, 15)})) == "True"
+    assert str(simplify(i < 10, {i: (0, 15)})) == "(i < 10)"
+    assert str(simplify(i >= 0, {i: (0, 15)})) == "True"
+
+
+def test_const_bound_interval_arithmetic():
+    i, j = te.var("i"), te.var("j")
+    b = {i: (0, 3), j: (-2, 5)}
+    assert const_bound(i * j, b) == (-6, 15)
+    assert const_bound(te.floormod(i, 8), b) == (0, 3)
+    assert const_bound(te.floordiv(j, 2), b) == (-1, 2)
