@@ -225,7 +225,8 @@ def _prove(cond: E.Expr, bounds: Bounds):
     match cond:
         case E.LT(a=a, b=b) | E.LE(a=a, b=b) | E.EQ(a=a, b=b) | E.NE(a=a, b=b) \
                 if E.is_int(a.dtype):
-            lo, hi = const_bound(_simplify(E.Sub(a, b), bounds), bounds)
+            # Without pushing into min / max: pushing proves things, which would recurse.
+            lo, hi = const_bound(_simplify(E.Sub(a, b), bounds, push=False), bounds)
             t = type(cond)
             if t is E.LT:
                 return True if hi < 0 else False if lo >= 0 else None
@@ -284,7 +285,7 @@ def _push_into_minmax(lin: Linear, bounds: Bounds):
     return None
 
 
-def _simplify_node(e: E.Expr, bounds: Bounds) -> E.Expr:
+def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
     """Simplify one node whose children are already simplified."""
     folded = _fold(e)
     if folded is not None:
@@ -294,7 +295,7 @@ def _simplify_node(e: E.Expr, bounds: Bounds) -> E.Expr:
             if isinstance(e, E.Mul) and not (_is_const(e.a) or _is_const(e.b)):
                 return e
             lin = _linear(e)
-            pushed = _push_into_minmax(lin, bounds)
+            pushed = _push_into_minmax(lin, bounds) if push else None
             if pushed is not None:
                 return pushed
             lo, hi = const_bound(lin.to_expr(), bounds)
@@ -337,9 +338,9 @@ def _simplify_node(e: E.Expr, bounds: Bounds) -> E.Expr:
     return e
 
 
-def _simplify(e: E.Expr, bounds: Bounds) -> E.Expr:
-    return _simplify_node(map_children(e, lambda c: _simplify(c, bounds)
-                                       if isinstance(c, E.Expr) else c), bounds)
+def _simplify(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
+    return _simplify_node(map_children(e, lambda c: _simplify(c, bounds, push)
+                                       if isinstance(c, E.Expr) else c), bounds, push)
 
 
 def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:

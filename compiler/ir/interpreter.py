@@ -26,7 +26,7 @@ def _cast(x, dtype):
     if dtype == "bool":
         return bool(x)
     if E.is_int(dtype):
-        return int(math.trunc(x))
+        return int(x)  # truncates toward zero, like C, for Python and numpy scalars
     return float(x)
 
 
@@ -58,6 +58,8 @@ class _Emitter:
         match e:
             case E.IntImm(value=v, dtype="bool"):
                 return str(bool(v))
+            case E.FloatImm(value=v) if not math.isfinite(v):
+                return f"float({str(v)!r})"
             case E.IntImm(value=v) | E.FloatImm(value=v):
                 return repr(v)
             case E.Var():
