@@ -80,6 +80,12 @@ def infer_bound_context(sch) -> BoundContext:
 def _check_attachment(ctx: BoundContext, st: Stage):
     if st.attach_type != SCOPE:
         return
+    if st.attach_ivar not in st.attach_stage.leaf_iter_vars:
+        raise ScheduleError(
+            f"stage {st.name} is computed at axis {st.attach_ivar.name} of stage "
+            f"{st.attach_stage.name}, which is no longer one of its loops (it was fused "
+            f"afterwards); compute_at one of {st.attach_stage.name}'s current loops: "
+            f"{', '.join(iv.name for iv in st.attach_stage.leaf_iter_vars)}")
     for c in ctx.graph.consumers[st]:
         if c is not st.attach_stage and st.attach_ivar not in ctx.graph.attach_path(c):
             raise ScheduleError(

@@ -97,6 +97,10 @@ class Stage:
         inner = IterVar(None, Var(f"{parent.name}.inner"), parent.iter_type)
         self.relations.append(Split(parent, outer, inner, factor, nparts))
         self._replace_leaf([parent], [outer, inner])
+        for st in self.schedule.stages:
+            if st.attach_ivar is parent:
+                # Once per value of parent is once per iteration of inner.
+                st.attach_ivar = inner
         return outer, inner
 
     def fuse(self, *axes):

@@ -1,0 +1,711 @@
+"""Misuse of the tensor-expression language and of schedule primitives.
+
+Every bad input must raise a user-facing error of a documented type (ScheduleError,
+LowerError, ValueError, TypeError, IndexError) whose message names the user's objects:
+the stage, the axis, the tensor. A KeyError / AttributeError / bare list.index
+ValueError escaping from the internals is a bug.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import LowerError, ScheduleError, te
+from compiler.ir.interpreter import run
+
+# --------------------------------------------------------------------------- helpers
+
+
+def matmul(M=8, N=6, K=5):
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return A, B, C, k
+
+
+def chain():
+    """A -> B -> C, all 2-D elementwise."""
+    A = te.placeholder((6, 4), name="A")
+    B = te.compute((6, 4), lambda i, j: A[i, j] * 2, name="B")
+    C = te.compute((6, 4), lambda i, j: B[i, j] + 1, name="C")
+    return A, B, C
+
+
+def names(stage):
+    return [iv.name for iv in stage.leaf_iter_vars]
+
+
+def raises_named(exc_type, *words):
+    """pytest.raises(exc_type) whose message contains every word as a whole token."""
+    pattern = "".join(rf"(?=.*(?<![\w.]){re.escape(w)}(?![\w]))" for w in words)
+    return pytest.raises(exc_type, match=re.compile(pattern, re.S))
+
+
+def test_raises_named_helper_is_strict():
+    # The helper itself must be able to fail: "axis i" must not match "axis i.outer"
+    # only through a prefix, and every word must be present.
+    with pytest.raises(AssertionError):
+        with raises_named(ValueError, "C", "k"):
+            raise ValueError("stage C: axis j")
+    with pytest.raises(AssertionError):
+        with raises_named(ValueError, "i"):
+            raise ValueError("stage C: axis i2")
+    with raises_named(ValueError, "C", "i.outer"):
+        raise ValueError("stage C: axis i.outer")
+
+
+# --------------------------------------------------------------------------- split
+
+
+@pytest.mark.parametrize("factor", [0, -2])
+def test_split_factor_not_positive(factor):
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    before = names(s[C])
+    with pytest.raises(ScheduleError, match=rf"stage C\b.*axis j\b.*factor.*{factor}"):
+        s[C].split(j, factor=factor)
+    assert names(s[C]) == before, "a failed split must leave the stage unchanged"
+
+
+@pytest.mark.parametrize("nparts", [0, -1])
+def test_split_nparts_not_positive(nparts):
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, _ = C.op.axis
+    with pytest.raises(ScheduleError, match=rf"stage C\b.*axis i\b.*nparts.*{nparts}"):
+        s[C].split(i, nparts=nparts)
+    assert names(s[C]) == ["i", "j", "k"]
+
+
+def test_split_non_integer_factor():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis i\b.*integer"):
+        s[C].split(C.op.axis[0], factor=2.5)
+
+
+def test_split_factor_and_nparts_both_given():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis i\b.*factor.*nparts"):
+        s[C].split(C.op.axis[0], factor=2, nparts=2)
+    assert names(s[C]) == ["i", "j", "k"]
+
+
+def test_split_neither_factor_nor_nparts():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis k\b.*factor.*nparts"):
+        s[C].split(k)
+    assert names(s[C]) == ["i", "j", "k"]
+
+
+# --------------------------------------------------------------------------- foreign / stale axes
+
+
+def test_split_axis_of_another_stage():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with raises_named(ScheduleError, "C", "i", "B"):
+        s[C].split(B.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis i\b.*belongs to stage B\b"):
+        s[C].split(B.op.axis[0], factor=2)
+
+
+@pytest.mark.parametrize("primitive", ["vectorize", "unroll", "parallel", "fuse", "reorder"])
+def test_annotation_with_axis_of_another_stage(primitive):
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis j\b.*belongs to stage B\b"):
+        getattr(s[C], primitive)(B.op.axis[1])
+
+
+def test_pragma_with_axis_of_another_stage():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis j\b.*stage B\b"):
+        s[C].pragma(B.op.axis[1], "auto_unroll_max_step", 16)
+
+
+def test_axis_of_a_split_stage_given_to_another_stage():
+    # a derived (split) axis of B, not just a root axis, must also be traced to B
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis i\.inner\b.*stage B\b"):
+        s[C].vectorize(bi)
+
+
+def test_axis_of_no_stage():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    stray = te.reduce_axis((0, 4), name="stray")
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis stray\b"):
+        s[C].split(stray, factor=2)
+
+
+def test_non_itervar_axis():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*split"):
+        s[C].split("i", factor=2)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*vectorize"):
+        s[C].vectorize(te.var("i"))
+
+
+@pytest.mark.parametrize("primitive", ["split", "vectorize", "unroll", "parallel", "fuse"])
+def test_axis_already_split(primitive):
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].split(i, factor=4)
+    call = {"split": lambda: s[C].split(i, factor=2)}.get(
+        primitive, lambda: getattr(s[C], primitive)(i))
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis i\b.*already split"):
+        call()
+    # the message lists the current loops so the user can pick one
+    with pytest.raises(ScheduleError, match=r"i\.outer, i\.inner, j, k"):
+        call()
+
+
+def test_axis_already_fused():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].fuse(i, j)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis j\b.*already"):
+        s[C].split(j, factor=2)
+
+
+# --------------------------------------------------------------------------- reorder
+
+
+def test_reorder_duplicate_axis():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    with pytest.raises(ScheduleError, match=r"stage C\b.*reorder.*axis j\b.*twice"):
+        s[C].reorder(j, i, j)
+    assert names(s[C]) == ["i", "j", "k"]
+
+
+def test_reorder_non_leaf_axis():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    jo, ji = s[C].split(j, factor=2)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*axis j\b.*already split"):
+        s[C].reorder(k, j)
+    assert names(s[C]) == ["i", "j.outer", "j.inner", "k"]
+
+
+# --------------------------------------------------------------------------- fuse
+
+
+def test_fuse_non_adjacent():
+    A = te.placeholder((2, 3, 4), name="A")
+    C = te.compute((2, 3, 4), lambda x, y, z: A[x, y, z] + 1, name="C")
+    s = te.create_schedule(C.op)
+    x, y, z = C.op.axis
+    with pytest.raises(ScheduleError, match=r"stage C\b.*adjacent.*x, z"):
+        s[C].fuse(x, z)
+    assert names(s[C]) == ["x", "y", "z"]
+
+
+def test_fuse_out_of_order():
+    A = te.placeholder((2, 3), name="A")
+    C = te.compute((2, 3), lambda x, y: A[x, y] + 1, name="C")
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    with pytest.raises(ScheduleError, match=r"stage C\b.*outermost first.*y, x"):
+        s[C].fuse(y, x)
+    assert names(s[C]) == ["x", "y"]
+
+
+def test_fuse_reduction_with_data_parallel():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    with raises_named(ScheduleError, "C", "j", "k"):
+        s[C].fuse(j, k)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*reduction.*data-parallel"):
+        s[C].fuse(j, k)
+    assert names(s[C]) == ["i", "j", "k"]
+
+
+def test_fuse_no_axes():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b"):
+        s[C].fuse()
+
+
+# --------------------------------------------------------------------------- compute_at
+
+
+def test_compute_at_non_consumer():
+    A, B, C = chain()
+    D = te.compute((6, 4), lambda i, j: A[i, j] - 1, name="D")
+    s = te.create_schedule([C.op, D.op])
+    with pytest.raises(ScheduleError, match=r"stage B\b.*stage D\b.*does not consume B\b"):
+        s[B].compute_at(s[D], D.op.axis[0])
+    assert s[B].attach_type == "root"
+
+
+def test_compute_at_onto_itself():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage B\b.*itself"):
+        s[B].compute_at(s[B], B.op.axis[0])
+
+
+def test_compute_at_cycle():
+    # A -> B -> C -> D: put C inside D, then D inside C.
+    A, B, C = chain()
+    D = te.compute((6, 4), lambda i, j: C[i, j] * 3, name="D")
+    s = te.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    with raises_named(ScheduleError, "D", "C"):
+        s[D].compute_at(s[C], C.op.axis[0])
+    # the first attachment is untouched and still lowers correctly
+    assert s[D].attach_type == "root"
+    a = np.arange(24, dtype="float32").reshape(6, 4)
+    d = np.zeros((6, 4), "float32")
+    run(compiler.lower(s, [A, D]), a, d)
+    np.testing.assert_allclose(d, (a * 2 + 1) * 3, rtol=1e-4)
+
+
+def test_compute_at_cycle_through_inner_stage():
+    # B at C, C at D; then D at B would loop D -> B -> C -> D.
+    A, B, C = chain()
+    D = te.compute((6, 4), lambda i, j: C[i, j] * 3, name="D")
+    s = te.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[1])
+    with raises_named(ScheduleError, "D", "B"):
+        s[D].compute_at(s[B], B.op.axis[0])
+
+
+def test_compute_at_axis_of_other_stage():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage B\b.*axis i\b.*not a current loop of stage C\b"):
+        s[B].compute_at(s[C], B.op.axis[0])
+    assert s[B].attach_type == "root"
+
+
+def test_compute_at_axis_already_split():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].split(i, factor=2)
+    with pytest.raises(ScheduleError, match=r"stage B\b.*axis i\b.*stage C\b.*i\.outer"):
+        s[B].compute_at(s[C], i)
+
+
+def test_compute_at_non_itervar_axis():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage B\b.*stage C\b"):
+        s[B].compute_at(s[C], 0)
+
+
+def test_compute_at_placeholder_target():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with raises_named(ScheduleError, "A", "B"):
+        s[B].compute_at(A, B.op.axis[0])
+
+
+def _lower_or_schedule_error(s, args, inputs, want, *words):
+    """Either lower() refuses with a ScheduleError naming `words`, or the schedule
+    lowers and computes the right result. Anything else (an internal error, a wrong
+    result) fails."""
+    try:
+        func = compiler.lower(s, args)
+    except ScheduleError as err:
+        for w in words:
+            assert re.search(rf"(?<![\w.]){re.escape(w)}(?!\w)", str(err)), (w, str(err))
+        return
+    out = np.full(want.shape, np.nan, "float32")
+    run(func, *inputs, out)
+    np.testing.assert_allclose(out, want, rtol=1e-4)
+
+
+def test_attach_axis_split_after_compute_at():
+    # compute_at loop i of C, then split i: the attach point is no longer a loop. lower()
+    # must either follow the split or say so with a ScheduleError naming the stages and
+    # the axis -- not crash inside bound inference.
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[B].compute_at(s[C], i)
+    s[C].split(i, factor=4)  # 6 % 4 != 0
+    a = np.arange(24, dtype="float32").reshape(6, 4)
+    _lower_or_schedule_error(s, [A, C], [a], a * 2 + 1, "B", "C", "i")
+
+
+def test_attach_axis_fused_after_compute_at():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[B].compute_at(s[C], j)
+    s[C].fuse(i, j)
+    a = np.arange(24, dtype="float32").reshape(6, 4)
+    _lower_or_schedule_error(s, [A, C], [a], a * 2 + 1, "B", "C", "j")
+
+
+def test_consumer_outside_attach_loop():
+    # B is read by C and D, but attached inside C only: D would read an undefined B.
+    A, B, C = chain()
+    D = te.compute((6, 4), lambda i, j: B[i, j] - 1, name="D")
+    s = te.create_schedule([C.op, D.op])
+    s[B].compute_at(s[C], C.op.axis[0])
+    with raises_named(ScheduleError, "B", "C", "D"):
+        compiler.lower(s, [A, C, D])
+
+
+# --------------------------------------------------------------------------- compute_inline
+
+
+def test_compute_inline_reduction():
+    A, B, C, k = matmul()
+    D = te.compute(C.shape, lambda i, j: C[i, j] + 1, name="D")
+    s = te.create_schedule(D.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*inline.*reduction"):
+        s[C].compute_inline()
+    assert s[C].attach_type == "root"
+
+
+def test_compute_inline_output():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"stage C\b.*inline.*output"):
+        s[C].compute_inline()
+    assert s[C].attach_type == "root"
+
+
+# --------------------------------------------------------------------------- annotations
+
+
+@pytest.mark.parametrize("primitive", ["vectorize", "parallel"])
+def test_annotate_reduction_axis_rejected(primitive):
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=rf"stage C\b.*{primitive}.*axis k\b"):
+        getattr(s[C], primitive)(k)
+    assert s[C].iter_var_attrs == {}
+
+
+@pytest.mark.parametrize("primitive", ["vectorize", "parallel"])
+def test_annotate_split_reduction_axis_rejected(primitive):
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    ko, ki = s[C].split(k, factor=2)
+    with pytest.raises(ScheduleError, match=rf"stage C\b.*{primitive}.*axis k\.inner\b"):
+        getattr(s[C], primitive)(ki)
+
+
+def test_unroll_reduction_axis_allowed():
+    A, B, C, k = matmul(M=3, N=4, K=5)
+    s = te.create_schedule(C.op)
+    ko, ki = s[C].split(k, factor=2)
+    s[C].unroll(ki)
+    s[C].unroll(ko)
+    func = compiler.lower(s, [A, B, C])
+    assert "k.inner" in str(func)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 5)).astype("float32")
+    b = rng.standard_normal((5, 4)).astype("float32")
+    c = np.zeros((3, 4), "float32")
+    run(func, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+@pytest.mark.parametrize("indices", [1, 3])
+def test_index_with_wrong_number_of_indices(indices):
+    A = te.placeholder((4, 5), name="Amat")
+    with pytest.raises((IndexError, ValueError, TypeError), match=r"\bAmat\b.*2.*" + str(indices)):
+        te.compute((4,), lambda i: A[(i,) * indices], name="C")
+
+
+def test_index_with_float_index():
+    A = te.placeholder((4,), name="Avec")
+    with pytest.raises((IndexError, TypeError), match=r"\bAvec\b"):
+        te.compute((4,), lambda i: A[i.astype("float32")], name="C")
+
+
+def test_reduce_axis_outside_reduction():
+    A = te.placeholder((4, 5), name="A")
+    rk = te.reduce_axis((0, 5), name="rk")
+    with pytest.raises(ValueError, match=r"\bC\b.*reduce_axis rk\b"):
+        te.compute((4,), lambda i: A[i, rk], name="C")
+
+
+def test_reduce_axis_outside_reduction_next_to_one():
+    # rk is reduced over, but rj is used outside its reduction (in the body, not the sum)
+    A = te.placeholder((4, 5), name="A")
+    rk = te.reduce_axis((0, 5), name="rk")
+    rj = te.reduce_axis((0, 4), name="rj")
+    with pytest.raises(ValueError, match=r"reduce_axis rj\b"):
+        te.compute((4,), lambda i: te.sum(A[rj, rk], axis=rk), name="C")
+
+
+def test_reduction_nested_in_expression():
+    A = te.placeholder((4, 5), name="A")
+    k = te.reduce_axis((0, 5), name="k")
+    with pytest.raises(ValueError, match=r"\bC\b.*reduction"):
+        te.compute((4,), lambda i: te.sum(A[i, k], axis=k) + 1, name="C")
+
+
+def test_expr_truth_value():
+    n = te.var("n")
+    with pytest.raises(ValueError, match="bool"):
+        if n < 3:
+            pass
+    A = te.placeholder((4,), name="A")
+    with pytest.raises(ValueError, match="if_then_else"):
+        te.compute((4,), lambda i: A[i] if A[i] > 0 else -A[i], name="C")
+
+
+def test_expr_python_and_or():
+    n = te.var("n")
+    with pytest.raises(ValueError):
+        _ = (n < 3) and (n > 1)
+
+
+def test_int_true_division():
+    n = te.var("n")
+    with pytest.raises(TypeError, match=r"//|floordiv"):
+        _ = n / 2
+    with pytest.raises(TypeError):
+        _ = 7 / n
+    A = te.placeholder((4,), name="A", dtype="int32")
+    with pytest.raises(TypeError):
+        te.compute((4,), lambda i: A[i] / A[i], name="C")
+
+
+def test_int_true_division_allowed_after_astype():
+    n = te.var("n")
+    e = n.astype("float32") / 2
+    assert e.dtype == "float32"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "uint8", "complex64", "fp32"])
+def test_unsupported_dtype_placeholder(dtype):
+    with pytest.raises(TypeError, match=re.escape(dtype)):
+        te.placeholder((4,), name="A", dtype=dtype)
+
+
+def test_unsupported_dtype_astype():
+    with pytest.raises(TypeError, match="bfloat16"):
+        te.var("n").astype("bfloat16")
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (4, -1)])
+def test_non_positive_shape(shape):
+    with pytest.raises(ValueError, match=r"\bXs\b"):
+        te.placeholder(shape, name="Xs")
+
+
+def test_floormod_of_floats():
+    A = te.placeholder((4,), name="A")
+    with pytest.raises(TypeError, match="FloorMod|integer"):
+        _ = A[0] % 2
+
+
+# --------------------------------------------------------------------------- schedule lookup and caches
+
+
+def test_schedule_lookup_of_placeholder():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with raises_named(ScheduleError, "A"):
+        s[A]
+    with pytest.raises(ScheduleError, match=r"\bA\b.*placeholder"):
+        s[A.op]
+
+
+def test_schedule_lookup_of_foreign_tensor():
+    A, B, C = chain()
+    s = te.create_schedule(B.op)  # C is not in this schedule
+    with pytest.raises(ScheduleError, match=r"\bC\b.*not part of this schedule"):
+        s[C]
+
+
+def test_cache_read_reader_does_not_read():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    n_stages = len(s.stages)
+    with pytest.raises(ScheduleError, match=r"cache_read of A\b.*stage C\b.*does not read A\b"):
+        s.cache_read(A, "local", [C])
+    assert len(s.stages) == n_stages, "a failed cache_read must not add a stage"
+
+
+def test_cache_read_reader_is_placeholder():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with raises_named(ScheduleError, "A"):
+        s.cache_read(B, "local", [A])
+
+
+def test_cache_write_after_split():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match=r"cache_write of C\b.*before split.*stage C\b"):
+        s.cache_write(C, "local")
+    assert len(s.stages) == 1
+
+
+def test_cache_write_after_annotation():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[1])
+    with pytest.raises(ScheduleError, match=r"cache_write of C\b"):
+        s.cache_write(C, "local")
+
+
+def test_cache_write_of_placeholder():
+    A, B, C = chain()
+    s = te.create_schedule(C.op)
+    with raises_named(ScheduleError, "A"):
+        s.cache_write(A, "local")
+
+
+# --------------------------------------------------------------------------- lower()
+
+
+def test_lower_output_missing_from_args():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(LowerError, match=r"output C\b.*missing"):
+        compiler.lower(s, [A, B])
+
+
+def test_lower_output_missing_after_cache_write():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    s.cache_write(C, "local")
+    with pytest.raises(LowerError, match=r"\bC\b"):
+        compiler.lower(s, [A, B])
+
+
+def test_lower_input_missing_from_args():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(LowerError, match=r"\bB\b"):
+        compiler.lower(s, [A, C])
+
+
+def test_lower_duplicate_and_non_tensor_args():
+    A, B, C, k = matmul()
+    s = te.create_schedule(C.op)
+    with pytest.raises(LowerError, match=r"\bA\b.*twice"):
+        compiler.lower(s, [A, A, B, C])
+    with pytest.raises(LowerError, match=r"argument 1\b"):
+        compiler.lower(s, [A, "B", C])
+
+
+def test_lower_error_is_a_value_error():
+    assert issubclass(LowerError, ValueError)
+    assert issubclass(ScheduleError, ValueError)
+
+
+# --------------------------------------------------------------------------- no internal errors escape
+
+def _misuses():
+    """(name, thunk) for every misuse above, compact, to check the exception family."""
+    def split_zero():
+        A, B, C, k = matmul(); s = te.create_schedule(C.op)
+        s[C].split(C.op.axis[0], factor=0)
+
+    def foreign_axis():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[C].vectorize(B.op.axis[0])
+
+    def stale_axis():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        i = C.op.axis[0]; s[C].split(i, factor=2); s[C].unroll(i)
+
+    def reorder_dup():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[C].reorder(C.op.axis[0], C.op.axis[0])
+
+    def fuse_gap():
+        A, B, C, k = matmul(); s = te.create_schedule(C.op)
+        s[C].fuse(C.op.axis[0], k)
+
+    def at_self():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[C].compute_at(s[C], C.op.axis[0])
+
+    def at_cycle():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[B].compute_at(s[C], C.op.axis[0]); s[C].compute_at(s[B], B.op.axis[0])
+
+    def at_foreign_axis():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[B].compute_at(s[C], B.op.axis[1])
+
+    def inline_reduce():
+        A, B, C, k = matmul()
+        D = te.compute(C.shape, lambda i, j: C[i, j], name="D")
+        s = te.create_schedule(D.op); s[C].compute_inline()
+
+    def vectorize_reduce():
+        A, B, C, k = matmul(); s = te.create_schedule(C.op); s[C].vectorize(k)
+
+    def bad_index():
+        A = te.placeholder((3, 3), name="A"); A[1]
+
+    def reduce_outside():
+        A = te.placeholder((3,), name="A"); r = te.reduce_axis((0, 3), name="r")
+        te.compute((3,), lambda i: A[r])
+
+    def lookup_placeholder():
+        A, B, C = chain(); te.create_schedule(C.op)[A]
+
+    def cache_read_bad():
+        A, B, C = chain(); te.create_schedule(C.op).cache_read(A, "local", [C])
+
+    def cache_write_split():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[C].split(C.op.axis[0], factor=2); s.cache_write(C, "local")
+
+    def lower_missing():
+        A, B, C = chain(); compiler.lower(te.create_schedule(C.op), [A])
+
+    def attach_fused():
+        A, B, C = chain(); s = te.create_schedule(C.op)
+        s[B].compute_at(s[C], C.op.axis[0]); s[C].fuse(*C.op.axis)
+        compiler.lower(s, [A, C])
+        raise ValueError("lowered: covered by test_attach_axis_fused_after_compute_at")
+
+    cases = [pytest.param(f.__name__, f, id=f.__name__)
+             for f in (split_zero, foreign_axis, stale_axis, reorder_dup, fuse_gap, at_self,
+                       at_cycle, at_foreign_axis, inline_reduce, vectorize_reduce, bad_index,
+                       reduce_outside, lookup_placeholder, cache_read_bad, cache_write_split,
+                       lower_missing, attach_fused)]
+    return cases
+
+
+@pytest.mark.parametrize("name,thunk", _misuses())
+def test_no_internal_error_escapes(name, thunk):
+    with pytest.raises(Exception) as info:
+        thunk()
+    err = info.value
+    assert not isinstance(err, (KeyError, AttributeError, AssertionError, RecursionError)), \
+        f"{name}: internal {type(err).__name__} escaped: {err}"
+    assert isinstance(err, (ScheduleError, LowerError, ValueError, TypeError, IndexError)), \
+        f"{name}: unexpected {type(err).__name__}: {err}"
+    # list.index's "x is not in list" is an internal ValueError, not a user message
+    assert "is not in list" not in str(err), f"{name}: internal ValueError escaped: {err}"
