@@ -41,8 +41,7 @@ def lower(sch: Schedule, args, name: str = "main") -> PrimFunc:
     params = {st for st in ctx.graph.stages if st.tensor in buffers}
     body = schedule_ops(ctx, params)
     body = storage_flatten(body, buffers, ctx.bounds)
-    size_bounds = {v: b for v, b in ctx.bounds.items() if b == (1, float("inf"))}
-    body = simplify_stmt(body, size_bounds)
+    body = simplify_stmt(body, {v: ctx.bounds[v] for v in ctx.size_vars})
     size_vars = []
     for buf in buffers.values():
         for d in buf.shape:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..te.expr import Expr, Var, const
+from ..te.expr import Expr, Var, const, node
 from ..te.tensor import Range, Tensor
 
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
@@ -25,10 +25,6 @@ class Stmt:
         return stmt_str(self)
 
     __repr__ = __str__
-
-
-def _node(cls):
-    return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +48,7 @@ class Buffer:
         return f"Buffer({self.name}, {self.dtype}, {list(map(str, self.shape))})"
 
 
-@_node
+@node
 class Load(Expr):
     buffer: Buffer
     index: Expr
@@ -63,21 +59,21 @@ class Load(Expr):
             object.__setattr__(self, "dtype", self.buffer.dtype)
 
 
-@_node
+@node
 class Store(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
 
 
-@_node
+@node
 class ProducerStore(Stmt):
     producer: Tensor
     indices: tuple
     value: Expr
 
 
-@_node
+@node
 class Realize(Stmt):
     """The region `bounds` of `producer` must exist while `body` runs."""
     producer: Tensor
@@ -86,7 +82,7 @@ class Realize(Stmt):
     scope: str = "global"
 
 
-@_node
+@node
 class For(Stmt):
     """`for loop_var in [min, min + extent)`, run as `kind` (serial, parallel, ...)."""
     loop_var: Var
@@ -97,32 +93,32 @@ class For(Stmt):
     pragmas: tuple = ()
 
 
-@_node
+@node
 class Allocate(Stmt):
     buffer: Buffer
     body: Stmt
 
 
-@_node
+@node
 class IfThenElse(Stmt):
     condition: Expr
     then_case: Stmt
     else_case: Stmt | None = None
 
 
-@_node
+@node
 class LetStmt(Stmt):
     var: Var
     value: Expr
     body: Stmt
 
 
-@_node
+@node
 class SeqStmt(Stmt):
     seq: tuple
 
 
-@_node
+@node
 class Evaluate(Stmt):
     value: Expr
 

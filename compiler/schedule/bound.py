@@ -35,9 +35,8 @@ class BoundContext:
     def __init__(self, sch):
         self.graph = StageGraph(sch)
         self.rmap: dict[IterVar, Range] = {}
-        self.bounds: dict[E.Var, tuple] = {}
-        for v in _size_vars(sch):
-            self.bounds[v] = (1, INF)
+        self.size_vars = _size_vars(sch)
+        self.bounds: dict[E.Var, tuple] = {v: (1, INF) for v in self.size_vars}
 
     def set_range(self, iv: IterVar, r: Range):
         r = Range(simplify(r.min, self.bounds), simplify(r.extent, self.bounds))

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from ..arith.simplify import const_bound, loop_bounds, simplify
 from ..ir.functor import free_vars, substitute
-from ..ir.stmt import (PARALLEL, SERIAL, UNROLLED, VECTORIZED, For, IfThenElse, ProducerStore,
-                       Realize, Stmt, seq)
+from ..ir.stmt import SERIAL, For, IfThenElse, ProducerStore, Realize, Stmt, seq
 from ..te import expr as E
 from ..te.reduce import Reduce
 from ..te.tensor import REDUCE, IterVar, ProducerLoad
 from .bound import BoundContext
 from .relations import Fuse, Rebase, Split
-from .stage import PARALLEL as A_PARALLEL, ROOT, SCOPE, UNROLL, VECTORIZE, Stage
-
-_KIND = {A_PARALLEL: PARALLEL, VECTORIZE: VECTORIZED, UNROLL: UNROLLED}
+from .stage import ROOT, SCOPE, Stage
 
 
 def schedule_ops(ctx: BoundContext, params: set) -> Stmt:
@@ -89,7 +86,7 @@ class _Builder:
                     body = inner if child in self.params else \
                         Realize(child.tensor, region, inner, child.scope)
             if r is not None:
-                kind = _KIND.get(st.iter_var_attrs.get(leaf), SERIAL)
+                kind = st.iter_var_attrs.get(leaf, SERIAL)
                 pragmas = tuple(st.pragmas.get(leaf, ()))
                 loop_var = leaf.var
                 if not (isinstance(r.min, E.IntImm) and r.min.value == 0):

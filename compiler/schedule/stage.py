@@ -6,12 +6,12 @@ IterVar graph and attachment; bound inference and schedule_ops read them later.
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..ir.stmt import PARALLEL, UNROLLED, VECTORIZED
 from ..te.expr import IntImm, Var
 from ..te.tensor import REDUCE, ComputeOp, IterVar
 from .relations import Fuse, Split
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
-VECTORIZE, UNROLL, PARALLEL = "vectorized", "unrolled", "parallel"
 
 
 def _positive_int(value, what: str, stage: str, axis: str) -> int:
@@ -192,18 +192,18 @@ class Stage:
 
     def _annotate(self, axis, kind: str):
         iv = self._leaf(axis, kind)
-        if kind in (VECTORIZE, PARALLEL) and iv.iter_type == REDUCE:
-            word = "vectorize" if kind == VECTORIZE else "parallel"
+        if kind in (VECTORIZED, PARALLEL) and iv.iter_type == REDUCE:
+            word = "vectorize" if kind == VECTORIZED else "parallel"
             raise ScheduleError(f"stage {self.name}: cannot {word} the reduction axis {iv.name}")
         self.iter_var_attrs[iv] = kind
 
     def vectorize(self, axis):
         """Run the loop `axis` as vector operations."""
-        self._annotate(axis, VECTORIZE)
+        self._annotate(axis, VECTORIZED)
 
     def unroll(self, axis):
         """Unroll the loop `axis` completely."""
-        self._annotate(axis, UNROLL)
+        self._annotate(axis, UNROLLED)
 
     def parallel(self, axis):
         """Run the iterations of `axis` on parallel threads."""

@@ -29,7 +29,7 @@ def is_int(dtype: str) -> bool:
 
 
 def bits(dtype: str) -> int:
-    return 1 if dtype == "bool" else int(dtype.lstrip("intfloat"))
+    return 1 if dtype == "bool" else int(dtype.removeprefix("int").removeprefix("float"))
 
 
 class Expr:
@@ -83,36 +83,37 @@ class Expr:
     __repr__ = __str__
 
 
-def _node(cls):
+def node(cls):
+    """Make `cls` an IR node: a frozen dataclass hashed by identity, printed by the printer."""
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 
-@_node
+@node
 class IntImm(Expr):
     value: int
     dtype: str = "int32"
 
 
-@_node
+@node
 class FloatImm(Expr):
     value: float
     dtype: str = "float32"
 
 
-@_node
+@node
 class Var(Expr):
     """A scalar variable: a loop index, an axis, or a symbolic size made by te.var."""
     name: str
     dtype: str = "int32"
 
 
-@_node
+@node
 class Cast(Expr):
     dtype: str
     value: Expr
 
 
-@_node
+@node
 class BinaryOp(Expr):
     a: Expr
     b: Expr
@@ -157,13 +158,13 @@ class And(CmpOp): pass
 class Or(CmpOp): pass
 
 
-@_node
+@node
 class Not(Expr):
     a: Expr
     dtype: str = "bool"
 
 
-@_node
+@node
 class Select(Expr):
     """`true_value if condition else false_value`. Only the chosen branch is evaluated,
     so a guarded out-of-bounds load (padding) is safe."""
@@ -177,7 +178,7 @@ class Select(Expr):
             object.__setattr__(self, "dtype", self.true_value.dtype)
 
 
-@_node
+@node
 class Call(Expr):
     """A pure math intrinsic (exp, log, sqrt, ...) applied elementwise."""
     name: str
@@ -185,7 +186,7 @@ class Call(Expr):
     dtype: str
 
 
-@_node
+@node
 class Let(Expr):
     var: Var
     value: Expr

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .expr import Expr, Max, Min, Var, convert, const, is_float
+from .expr import Expr, Max, Min, Var, convert, const, is_float, node
 from .tensor import REDUCE, REDUCE_VARS, IterVar
 
 
@@ -21,7 +21,7 @@ class CommReducer:
         return substitute(self.result, {self.lhs: a, self.rhs: b})
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@node
 class Reduce(Expr):
     """`combiner` folded over `source` for every point of `axis` where `condition` holds."""
     combiner: CommReducer

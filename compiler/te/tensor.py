@@ -9,7 +9,7 @@ import inspect
 import weakref
 from dataclasses import dataclass, field
 
-from .expr import Expr, IntImm, Var, check_dtype, const, convert
+from .expr import Expr, IntImm, Var, check_dtype, const, convert, node
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +152,7 @@ class Tensor:
         return f"Tensor({self.name}, shape={list(map(str, self.shape))}, {self.dtype})"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@node
 class ProducerLoad(Expr):
     """A read of a tensor element, before buffers exist."""
     producer: Tensor

@@ -2,7 +2,6 @@
 import pytest
 
 from compiler import te
-from compiler.te import expr as E
 
 
 def test_python_numbers_take_the_other_operand_dtype():
