@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..te.expr import Expr, Var, const, node
-from ..te.tensor import Range, Tensor
+from ..te.tensor import Tensor
 
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
 
@@ -149,5 +149,5 @@ class PrimFunc:
 
 
 __all__ = ["Stmt", "Buffer", "Load", "Store", "ProducerStore", "Realize", "For", "Allocate",
-           "IfThenElse", "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq", "Range",
+           "IfThenElse", "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq",
            "SERIAL", "PARALLEL", "VECTORIZED", "UNROLLED"]

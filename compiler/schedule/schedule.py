@@ -11,7 +11,7 @@ from ..te.expr import Var
 from ..te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, ProducerLoad, Range, \
     Tensor
 from .relations import Rebase
-from .stage import ROOT, Stage
+from .stage import Stage
 
 
 def _ops_in_order(outputs: list[Operation]) -> list[ComputeOp]:
@@ -178,4 +178,4 @@ def create_schedule(ops) -> Schedule:
     return Schedule(ops)
 
 
-__all__ = ["Schedule", "Stage", "create_schedule", "ROOT"]
+__all__ = ["Schedule", "create_schedule"]

@@ -19,10 +19,10 @@ class Range:
     extent: Expr
 
     @staticmethod
-    def make(lo, hi_or_extent, *, extent: bool = False) -> "Range":
+    def make(lo, hi) -> "Range":
+        """The range [lo, hi), as reduce_axis((lo, hi)) states it."""
         lo = convert(lo)
-        other = convert(hi_or_extent)
-        return Range(lo, other if extent else _simplify(other - lo))
+        return Range(lo, _simplify(convert(hi) - lo))
 
     def __str__(self):
         return f"range(min={self.min}, ext={self.extent})"
