@@ -1,13 +1,18 @@
-"""autosched's compiler: tensor expressions, schedules, bound inference, loop IR.
+"""autosched's compiler: tensor expressions, schedules, bound inference, loop IR, passes,
+native code through LLVM, and the runtime module.
 
     import compiler
     from compiler import te
     s = te.create_schedule(C.op)
     print(compiler.lower(s, [A, B, C]))
+    f = compiler.build(s, [A, B, C])          # host CPU, all cores
+    f(a, b, c)
 """
-from . import te
-from .build import lower
-from .errors import LowerError, ScheduleError
+from . import runtime, te, transform
+from .build import build, lower
+from .errors import BuildError, LowerError, ScheduleError
 from .schedule.bound import infer_bound
+from .target import Target
 
-__all__ = ["te", "lower", "infer_bound", "ScheduleError", "LowerError"]
+__all__ = ["te", "transform", "runtime", "lower", "build", "infer_bound", "Target",
+           "ScheduleError", "LowerError", "BuildError"]

@@ -1,16 +1,18 @@
-"""lower(): the compile flow from a schedule to loop IR (DESIGN.md, "The two flows")."""
+"""lower() and build(): the compile flow from a schedule to loop IR and to native code
+(DESIGN.md, "The two flows")."""
 from __future__ import annotations
 
-from .arith.simplify import simplify_stmt
 from .errors import LowerError
 from .ir.functor import collect
+from .ir.module import IRModule
 from .ir.stmt import Buffer, PrimFunc
 from .schedule.bound import infer_bound_context
 from .schedule.schedule import Schedule
 from .schedule.schedule_ops import schedule_ops
+from .target import Target
 from .te.expr import Var
 from .te.tensor import PlaceholderOp, Tensor
-from .transform.storage_flatten import storage_flatten
+from .transform.passes import build_pipeline, lower_pipeline
 
 
 def _arg_buffers(sch: Schedule, args) -> dict:
@@ -32,20 +34,36 @@ def _arg_buffers(sch: Schedule, args) -> dict:
 def lower(sch: Schedule, args, name: str = "main") -> PrimFunc:
     """Lower a schedule to a PrimFunc over `args` (inputs and outputs, in call order).
 
-    Runs normalize, infer_bound, schedule_ops, storage flattening and simplification;
-    `str()` of the result prints the loop nest.
+    Runs normalize, infer_bound and schedule_ops, then `transform.lower_pipeline()`
+    (storage flattening, simplification) under the current PassContext; `str()` of the
+    result prints the loop nest. build() runs the remaining passes on top of this.
     """
     sch.normalize()
     buffers = _arg_buffers(sch, args)
     ctx = infer_bound_context(sch)
     params = {st for st in ctx.graph.stages if st.tensor in buffers}
     body = schedule_ops(ctx, params)
-    body = storage_flatten(body, buffers, ctx.bounds)
-    body = simplify_stmt(body, {v: ctx.bounds[v] for v in ctx.size_vars})
     size_vars = []
     for buf in buffers.values():
         for d in buf.shape:
             for v in collect(d, lambda n: isinstance(n, Var)):
                 if v not in size_vars:
                     size_vars.append(v)
-    return PrimFunc(name, tuple(buffers.values()), body, tuple(size_vars))
+    attrs = {"arg_buffers": buffers, "size_bounds": {v: ctx.bounds[v] for v in ctx.size_vars}}
+    func = PrimFunc(name, tuple(buffers.values()), body, tuple(size_vars), attrs)
+    return lower_pipeline()(IRModule.from_func(func))[name]
+
+
+def build(sch: Schedule, args, target="llvm", name: str = "main"):
+    """Compile a schedule to native code for `target` and load it.
+
+    `target` is a Target or a TVM-style string ("llvm" is the host CPU with all its
+    cores; "llvm -mcpu=znver5 -num-cores=2"). The passes of `transform.build_pipeline()`
+    run under the current PassContext, then LLVM optimizes at O3 and JIT-compiles.
+    Returns a runtime.Module: call it on numpy arrays, time it, export it.
+    """
+    from .codegen.compile import compile_module
+    target = Target(target)
+    func = lower(sch, args, name)
+    mod = build_pipeline()(IRModule.from_func(func))
+    return compile_module(mod, target, entry=name)

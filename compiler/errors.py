@@ -7,3 +7,7 @@ class ScheduleError(ValueError):
 
 class LowerError(ValueError):
     """The arguments given to lower() / build() do not fit the schedule."""
+
+
+class BuildError(RuntimeError):
+    """Code generation or LLVM failed for a function; the message names the function."""

@@ -287,6 +287,8 @@ def _push_into_minmax(lin: Linear, bounds: Bounds):
 
 def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
     """Simplify one node whose children are already simplified."""
+    if E.lanes(e.dtype) > 1:
+        return e  # vector arithmetic is folded by the vectorizer itself
     folded = _fold(e)
     if folded is not None:
         return folded

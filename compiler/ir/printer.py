@@ -50,6 +50,10 @@ def expr_str(e) -> str:
             return f"{t.name}[{', '.join(map(expr_str, idx))}]"
         case S.Load(buffer=b, index=i):
             return f"{b.name}[{expr_str(i)}]"
+        case S.Ramp(base=b, stride=st, lanes=n):
+            return f"ramp({expr_str(b)}, {expr_str(st)}, {n})"
+        case S.Broadcast(value=v, lanes=n):
+            return f"x{n}({expr_str(v)})"
         case Reduce(combiner=c, source=src, axis=axis, condition=cond):
             where = f", where={expr_str(cond)}" if cond is not None else ""
             return f"reduce_{c.name}({expr_str(src)}, axis=[{', '.join(iv.name for iv in axis)}]{where})"

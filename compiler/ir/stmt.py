@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..te.expr import Expr, Var, const, node
+from ..te.expr import Expr, Var, const, node, with_lanes
 from ..te.tensor import Tensor
 
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
@@ -57,6 +57,30 @@ class Load(Expr):
     def __post_init__(self):
         if not self.dtype:
             object.__setattr__(self, "dtype", self.buffer.dtype)
+
+
+@node
+class Ramp(Expr):
+    """The vector `[base, base + stride, ..., base + (lanes-1)*stride]`: a vectorized
+    loop variable, and the index of a contiguous vector load or store."""
+    base: Expr
+    stride: Expr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", with_lanes(self.base.dtype, self.lanes))
+
+
+@node
+class Broadcast(Expr):
+    """A scalar repeated in every lane, where it meets a vector."""
+    value: Expr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", with_lanes(self.value.dtype, self.lanes))
 
 
 @node
@@ -135,11 +159,16 @@ def seq(*stmts) -> Stmt:
 
 @dataclass(frozen=True, eq=False)
 class PrimFunc:
-    """A lowered function: buffers in argument order, the body, and its symbolic sizes."""
+    """A lowered function: buffers in argument order, the body, and its symbolic sizes.
+
+    `attrs` carries what a pass needs beyond the IR, e.g. before StorageFlatten the
+    Buffer of each argument tensor (`arg_buffers`) and the bounds of the sizes.
+    """
     name: str
     params: tuple
     body: Stmt
     size_vars: tuple = ()
+    attrs: dict = field(default_factory=dict)
 
     def __str__(self):
         from .printer import func_str
@@ -148,6 +177,6 @@ class PrimFunc:
     __repr__ = __str__
 
 
-__all__ = ["Stmt", "Buffer", "Load", "Store", "ProducerStore", "Realize", "For", "Allocate",
+__all__ = ["Stmt", "Buffer", "Load", "Ramp", "Broadcast", "Store", "ProducerStore", "Realize", "For", "Allocate",
            "IfThenElse", "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq",
            "SERIAL", "PARALLEL", "VECTORIZED", "UNROLLED"]

@@ -29,7 +29,23 @@ def is_int(dtype: str) -> bool:
 
 
 def bits(dtype: str) -> int:
+    dtype = element(dtype)
     return 1 if dtype == "bool" else int(dtype.removeprefix("int").removeprefix("float"))
+
+
+def lanes(dtype: str) -> int:
+    """Vector width of a dtype: `float32x16` has 16 lanes, `float32` has 1."""
+    return int(dtype.partition("x")[2] or 1)
+
+
+def element(dtype: str) -> str:
+    """The scalar dtype of each lane: `float32x16` -> `float32`."""
+    return dtype.partition("x")[0]
+
+
+def with_lanes(dtype: str, n: int) -> str:
+    """`dtype`'s element type with `n` lanes (the vectorizer's dtypes, TVM's spelling)."""
+    return element(dtype) if n == 1 else f"{element(dtype)}x{n}"
 
 
 class Expr:
@@ -139,7 +155,7 @@ class Max(BinaryOp): pass
 
 class CmpOp(BinaryOp):
     def __post_init__(self):
-        object.__setattr__(self, "dtype", "bool")
+        object.__setattr__(self, "dtype", with_lanes("bool", lanes(self.a.dtype)))
 
 
 class EQ(CmpOp):

@@ -1,0 +1,108 @@
+"""Matmul 1024^3 float32: our hand-written schedule (compiler/ops/gemm.py) against numpy.
+
+Prints, from one run: GFLOPS of our kernel and of numpy's default OpenBLAS (same
+process, same thread count, back to back), the ratio to numpy with
+OPENBLAS_CORETYPE=SKYLAKEX (its AVX-512 kernels; needs a fresh process, so it runs in a
+subprocess), our kernel on 2 threads against 1 thread, and the median build time
+(lower + passes + LLVM + JIT). Medians throughout: the machine is shared and noisy.
+
+    .venv/bin/python benchmarks/matmul.py [--size 1024] [--repeat 15]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import compiler  # noqa: E402
+from compiler.ops.gemm import packed_matmul  # noqa: E402
+
+NUMPY_SNIPPET = """
+import sys, time, statistics, numpy as np
+n, repeat = int(sys.argv[1]), int(sys.argv[2])
+a = np.random.rand(n, n).astype("float32"); b = np.random.rand(n, n).astype("float32")
+c = np.empty((n, n), "float32")
+for _ in range(3): np.matmul(a, b, out=c)
+ts = []
+for _ in range(repeat):
+    t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
+print(statistics.median(ts))
+"""
+
+
+def numpy_seconds(n: int, repeat: int, coretype: str | None) -> float:
+    """Median seconds of numpy's matmul in a fresh process (OpenBLAS reads
+    OPENBLAS_CORETYPE once, when it loads)."""
+    env = dict(os.environ)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    out = subprocess.run([sys.executable, "-c", NUMPY_SNIPPET, str(n), str(repeat)],
+                         env=env, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def ours_seconds(n: int, cores: int, repeat: int, a, b) -> float:
+    s, args = packed_matmul(n, n, n)
+    f = compiler.build(s, args, target=f"llvm -num-cores={cores}")
+    c = np.empty((n, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+    return f.time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)(a, b, c).median
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--repeat", type=int, default=15)
+    opt = p.parse_args()
+    n, repeat = opt.size, opt.repeat
+    cores = len(os.sched_getaffinity(0))
+    flop = 2.0 * n ** 3
+    gf = lambda sec: flop / sec / 1e9  # noqa: E731
+
+    a = np.random.rand(n, n).astype("float32")
+    b = np.random.rand(n, n).astype("float32")
+    c = np.empty((n, n), "float32")
+    for _ in range(3):
+        np.matmul(a, b, out=c)
+    ours, base = [], []
+    s, args = packed_matmul(n, n, n)
+    f = compiler.build(s, args, target=f"llvm -num-cores={cores}")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+    timer = f.time_evaluator(number=1, repeat=1, min_repeat_ms=50)
+    for _ in range(repeat):  # interleaved, so both see the same machine load
+        ours.append(timer(a, b, c).median)
+        t = time.perf_counter()
+        np.matmul(a, b, out=c)
+        base.append(time.perf_counter() - t)
+    ours_s, numpy_s = statistics.median(ours), statistics.median(base)
+    skx_s = numpy_seconds(n, repeat, "SKYLAKEX")
+    one_s = ours_seconds(n, 1, repeat, a, b)
+
+    builds = []
+    for _ in range(5):
+        t = time.perf_counter()
+        s, args = packed_matmul(n, n, n)
+        compiler.build(s, args)
+        builds.append(time.perf_counter() - t)
+
+    print(f"matmul {n}x{n}x{n} float32, {cores} threads, target {compiler.Target('llvm')}")
+    print(f"  ours                         {gf(ours_s):7.1f} GFLOPS  ({ours_s * 1e3:.2f} ms)")
+    print(f"  numpy (OpenBLAS default)     {gf(numpy_s):7.1f} GFLOPS  ratio ours/numpy = {numpy_s / ours_s:.2f}")
+    print(f"  numpy (OPENBLAS_CORETYPE=SKYLAKEX, subprocess) {gf(skx_s):7.1f} GFLOPS  "
+          f"ratio ours/numpy-avx512 = {skx_s / ours_s:.2f}")
+    print(f"  ours on 1 thread             {gf(one_s):7.1f} GFLOPS  scaling {cores} vs 1 thread = {one_s / ours_s:.2f}x")
+    print(f"  build time (lower + passes + LLVM + JIT): median {statistics.median(builds):.3f} s "
+          f"(min {min(builds):.3f}, max {max(builds):.3f})")
+
+
+if __name__ == "__main__":
+    main()

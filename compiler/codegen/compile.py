@@ -1,0 +1,79 @@
+"""From an IRModule of lowered functions to a loaded runtime.Module.
+
+CodeGenLLVM writes the LLVM IR; LLVM verifies it, optimizes it at O3 for the target's
+CPU and features (the new pass manager, with loop and SLP vectorization on), and MCJIT
+compiles it to machine code. Any LLVM complaint becomes a BuildError naming the function.
+"""
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from ..errors import BuildError
+from ..ir.functor import collect
+from ..ir.stmt import Store
+from ..target import Target
+from .llvm import CodeGenLLVM
+
+
+def target_machine(target: Target, pic: bool = False) -> llvm.TargetMachine:
+    """An LLVM TargetMachine for `target`; `pic` for code that goes into a shared library."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    try:
+        tgt = llvm.Target.from_triple(target.mtriple)
+    except RuntimeError as err:
+        raise BuildError(f"LLVM does not know the target triple {target.mtriple!r}: {err}") from None
+    return tgt.create_target_machine(cpu=target.mcpu, features=target.features, opt=3,
+                                     reloc="pic" if pic else "default",
+                                     codemodel="default" if pic else "jitdefault")
+
+
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Run LLVM's O3 pipeline on `mod` in place."""
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def module_meta(mod, target: Target, entry: str) -> dict:
+    """What the runtime checks arguments against: names, dtypes, shapes (ints, or the
+    name of a symbolic size), the symbolic sizes in call order, the buffers written."""
+    func = mod[entry]
+    written = {s.buffer for s in collect(func.body, lambda n: isinstance(n, Store))}
+    return {
+        "entry": entry,
+        "target": str(target),
+        "params": [{"name": b.name, "dtype": b.dtype, "written": b in written,
+                    "shape": [d.value if hasattr(d, "value") else str(d) for d in b.shape]}
+                   for b in func.params],
+        "size_vars": [v.name for v in func.size_vars],
+    }
+
+
+def generate_llvm(mod, target: Target, entry: str) -> str:
+    """The unoptimized LLVM IR text of every function of `mod`, plus the metadata."""
+    cg = CodeGenLLVM(target, name=entry)
+    for func in mod.functions.values():
+        cg.add_function(func)
+    cg.add_metadata(module_meta(mod, target, entry))
+    return str(cg.module)
+
+
+def compile_module(mod, target: Target, entry: str = "main"):
+    """Generate, verify, optimize and JIT-compile `mod`; returns a runtime.Module."""
+    from ..runtime.module import Module
+    text = generate_llvm(mod, target, entry)
+    try:
+        ref = llvm.parse_assembly(text)
+        ref.verify()
+    except RuntimeError as err:
+        raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
+    optimize(ref, target_machine(target))
+    return Module.from_llvm(ref, target, loop_ir=str(mod))
+
+
+__all__ = ["compile_module", "generate_llvm", "optimize", "target_machine"]

@@ -1,0 +1,459 @@
+"""CodeGenLLVM: loop IR (after the passes) -> an LLVM module, through llvmlite.ir.
+
+Each PrimFunc becomes two functions:
+- `@name(ptr noalias A, ..., i32 n, ...) -> i32`: buffers as pointers, then the symbolic
+  sizes; returns 0, or a nonzero code when an allocation fails;
+- `@name_packed(ptr args) -> i32`: the same with every argument in one i64 array (data
+  pointers, then sizes), the one signature the runtime calls, times and exports.
+
+A parallel loop's body is outlined into `@name_parK(i32 task, i32 num_tasks, ptr closure)`
+and run by `autosched_parallel_for` (compiler/runtime/runtime.ll): each task takes one
+contiguous chunk of the iterations. Buffers we allocate are 64-byte aligned; small ones
+live on the stack, so LLVM promotes a fully unrolled and vectorized local accumulator to
+registers. Float multiply and add carry the `contract` flag, which lets LLVM fuse them
+into FMA instructions, as C compilers do by default.
+"""
+from __future__ import annotations
+
+import json
+
+from llvmlite import ir
+
+from ..errors import BuildError
+from ..ir.functor import collect, free_vars
+from ..ir.stmt import (PARALLEL, Allocate, Broadcast, Evaluate, For, IfThenElse, LetStmt,
+                       Load, PrimFunc, Ramp, SeqStmt, Store)
+from ..te import expr as E
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+_SCALAR = {"bool": I1, "int8": I8, "int32": I32, "int64": I64,
+           "float32": ir.FloatType(), "float64": ir.DoubleType()}
+_SUFFIX = {"float32": "f32", "float64": "f64"}
+STACK_LIMIT = 64 * 1024  # bytes; bigger buffers come from aligned_alloc
+_FAST = ("contract",)
+_ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
+_INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
+               "abs": "fabs", "pow": "pow", "tanh": "tanh"}
+
+
+def llvm_type(dtype: str, memory: bool = False) -> ir.Type:
+    """LLVM type of a (vector) dtype; in memory a bool takes a byte, as numpy stores it."""
+    base = _SCALAR[E.element(dtype)]
+    if memory and base is I1:
+        base = I8
+    n = E.lanes(dtype)
+    return base if n == 1 else ir.VectorType(base, n)
+
+
+def _elem_bytes(dtype: str) -> int:
+    return max(1, E.bits(dtype) // 8)
+
+
+class CodeGenLLVM:
+    """Builds one LLVM module; `add_function` once per PrimFunc, then `str(module)`."""
+
+    def __init__(self, target, name: str = "autosched"):
+        self.module = ir.Module(name=name)
+        self.module.triple = target.mtriple
+        self.num_cores = target.num_cores
+        self._outlined = 0
+
+    # ------------------------------------------------------------------ functions
+
+    def add_function(self, func: PrimFunc) -> None:
+        """Emit `func` and its packed wrapper."""
+        types = [PTR] * len(func.params) + [llvm_type(v.dtype) for v in func.size_vars]
+        fn = ir.Function(self.module, ir.FunctionType(I32, types), name=func.name)
+        for arg, buf in zip(fn.args, func.params):
+            arg.name = buf.name
+            arg.add_attribute("noalias")
+        for arg, v in zip(fn.args[len(func.params):], func.size_vars):
+            arg.name = v.name
+        self.fname = func.name
+        self._begin(fn)
+        self.bufs = dict(zip(func.params, fn.args))
+        self.env = dict(zip(func.size_vars, fn.args[len(func.params):]))
+        self.in_parallel = False
+        self.stmt(func.body)
+        self.builder.ret(I32(0))
+        self._packed(func, fn)
+
+    def _packed(self, func: PrimFunc, fn: ir.Function) -> None:
+        packed = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=f"{func.name}_packed")
+        b = ir.IRBuilder(packed.append_basic_block("entry"))
+        args = []
+        for pos, ty in enumerate(fn.function_type.args):
+            slot = b.load(b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64), typ=I64)
+            args.append(b.inttoptr(slot, PTR) if ty == PTR else b.trunc(slot, ty) if ty != I64 else slot)
+        b.ret(b.call(fn, args))
+
+    def add_metadata(self, meta: dict) -> None:
+        """`ptr @autosched_module_meta()` returns `meta` as JSON: what an exported module
+        needs to check its arguments in a process that never saw the schedule."""
+        data = bytearray(json.dumps(meta).encode()) + b"\0"
+        arr = ir.ArrayType(I8, len(data))
+        g = ir.GlobalVariable(self.module, arr, name="autosched_module_meta_data")
+        g.global_constant = True
+        g.initializer = ir.Constant(arr, data)
+        g.type = PTR
+        fn = ir.Function(self.module, ir.FunctionType(PTR, []), name="autosched_module_meta")
+        ir.IRBuilder(fn.append_basic_block("entry")).ret(g)
+
+    def _begin(self, fn: ir.Function) -> None:
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        self.entry = entry
+        self.builder = ir.IRBuilder(fn.append_basic_block("body"))
+        ir.IRBuilder(entry).branch(self.builder.block)
+
+    def _alloca(self, ty: ir.Type, name: str) -> ir.Value:
+        """A stack slot in the entry block, so it is allocated once per call (and is
+        private per task in an outlined parallel body)."""
+        b = ir.IRBuilder(self.entry)
+        b.position_before(self.entry.terminator)
+        slot = b.alloca(ty, name=name)
+        slot.align = 64
+        slot.type = PTR  # an opaque pointer, like every other pointer we handle
+        return slot
+
+    def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
+        g = self.module.globals.get(name)
+        return g if g is not None else ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+
+    def _fail_if(self, cond: ir.Value, code: ir.Value) -> None:
+        fail = self.fn.append_basic_block("fail")
+        ok = self.fn.append_basic_block("ok")
+        self.builder.cbranch(cond, fail, ok)
+        self.builder.position_at_end(fail)
+        self.builder.ret(code)
+        self.builder.position_at_end(ok)
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt(self, s) -> None:
+        b = self.builder
+        match s:
+            case SeqStmt(seq=items):
+                for x in items:
+                    self.stmt(x)
+            case For(kind=kind) if kind == PARALLEL and not self.in_parallel:
+                self._parallel(s)
+            case For(loop_var=v, min=lo, extent=ext, body=body):
+                self._loop(v, self.expr(lo), self.expr(ext), body)
+            case Store(buffer=buf, index=idx, value=val):
+                self._store(buf, idx, self.expr(val))
+            case IfThenElse(condition=c, then_case=t, else_case=f):
+                then_bb = self.fn.append_basic_block("then")
+                else_bb = self.fn.append_basic_block("else") if f is not None else None
+                done = self.fn.append_basic_block("endif")
+                b.cbranch(self.expr(c), then_bb, else_bb or done)
+                for bb, body in ((then_bb, t), (else_bb, f)):
+                    if bb is not None:
+                        b.position_at_end(bb)
+                        self.stmt(body)
+                        b.branch(done)
+                b.position_at_end(done)
+            case LetStmt(var=v, value=val, body=body):
+                self.env[v] = self.expr(val)
+                self.stmt(body)
+                del self.env[v]
+            case Allocate(buffer=buf, body=body):
+                self._allocate(buf, body)
+            case Evaluate(value=v):
+                self.expr(v)
+            case _:
+                raise BuildError(f"{self.fname}: no code generation for {type(s).__name__}")
+
+    def _loop(self, var: E.Var, lo: ir.Value, extent: ir.Value, body) -> None:
+        """`for idx in [0, extent)` with `var = lo + idx`, the loop shape LLVM analyses best."""
+        b, ty = self.builder, llvm_type(var.dtype)
+        pre = b.block
+        header = self.fn.append_basic_block(f"{var.name}.header")
+        loop = self.fn.append_basic_block(f"{var.name}.body")
+        done = self.fn.append_basic_block(f"{var.name}.done")
+        b.branch(header)
+        b.position_at_end(header)
+        idx = b.phi(ty, name=var.name + ".idx")
+        idx.add_incoming(ir.Constant(ty, 0), pre)
+        b.cbranch(b.icmp_signed("<", idx, extent), loop, done)
+        b.position_at_end(loop)
+        self.env[var] = b.add(lo, idx, name=var.name, flags=("nsw",))
+        self.stmt(body)
+        idx.add_incoming(b.add(idx, ir.Constant(ty, 1), flags=("nsw",)), b.block)
+        b.branch(header)
+        b.position_at_end(done)
+        del self.env[var]
+
+    def _parallel(self, loop: For) -> None:
+        """Outline the loop body and hand it to the thread pool; the closure carries the
+        values and buffers the body uses from outside."""
+        used_vars = list(dict.fromkeys(v for v in collect(loop, lambda n: isinstance(n, E.Var))
+                                       if v in self.env))
+        used_bufs = list(dict.fromkeys(n.buffer for n in collect(loop, lambda n: isinstance(n, (Load, Store)))
+                                       if n.buffer in self.bufs))
+        values = [self.env[v] for v in used_vars] + [self.bufs[buf] for buf in used_bufs]
+        sty = ir.LiteralStructType([v.type for v in values])
+        closure = self._alloca(sty, "closure")
+        for pos, v in enumerate(values):
+            self.builder.store(v, self.builder.gep(closure, [I32(0), I32(pos)], inbounds=True, source_etype=sty))
+
+        outer = (self.fn, self.entry, self.builder, self.env, self.bufs)
+        self._outlined += 1
+        body_fn = ir.Function(self.module, ir.FunctionType(I32, [I32, I32, PTR]),
+                              name=f"{self.fname}_par{self._outlined}")
+        body_fn.linkage = "internal"
+        self._begin(body_fn)
+        self.in_parallel = True
+        b = self.builder
+        loaded = [b.load(b.gep(body_fn.args[2], [I32(0), I32(pos)], inbounds=True, source_etype=sty),
+                         typ=v.type) for pos, v in enumerate(values)]
+        self.env = dict(zip(used_vars, loaded))
+        self.bufs = dict(zip(used_bufs, loaded[len(used_vars):]))
+        ty = llvm_type(loop.loop_var.dtype)
+        extent = self.expr(loop.extent)
+        task, ntask = (b.sext(a, ty) if ty != I32 else a for a in body_fn.args[:2])
+        chunk = b.sdiv(b.sub(b.add(extent, ntask), ir.Constant(ty, 1)), ntask)
+        begin = b.mul(task, chunk)
+        end = b.add(begin, chunk)
+        end = b.select(b.icmp_signed("<", end, extent), end, extent)
+        count = b.sub(end, begin)
+        count = b.select(b.icmp_signed("<", count, ir.Constant(ty, 0)), ir.Constant(ty, 0), count)
+        self._loop(loop.loop_var, b.add(self.expr(loop.min), begin), count, loop.body)
+        self.builder.ret(I32(0))
+        self.in_parallel = False
+        self.fn, self.entry, self.builder, self.env, self.bufs = outer
+
+        b = self.builder
+        extent = self.expr(loop.extent)
+        if extent.type != I32:
+            extent = b.trunc(extent, I32)
+        cores = I32(self.num_cores)
+        ntasks = b.select(b.icmp_signed("<", extent, cores), extent, cores)
+        ntasks = b.select(b.icmp_signed("<", ntasks, I32(1)), I32(1), ntasks)
+        launch = self._declare("autosched_parallel_for", I32, [PTR, PTR, I32])
+        rc = b.call(launch, [body_fn, closure, ntasks])
+        self._fail_if(b.icmp_signed("!=", rc, I32(0)), rc)
+
+    def _allocate(self, buf, body) -> None:
+        elems = buf.elements
+        size = _elem_bytes(buf.dtype) * elems.value if isinstance(elems, E.IntImm) else None
+        outer = self.bufs.get(buf)
+        if size is not None and size <= STACK_LIMIT:
+            self.bufs[buf] = self._alloca(ir.ArrayType(llvm_type(buf.dtype, memory=True), elems.value),
+                                          buf.name)
+            self.stmt(body)
+        else:
+            b = self.builder
+            n = b.sext(self.expr(elems), I64) if not isinstance(elems, E.IntImm) else I64(elems.value)
+            nbytes = b.mul(n, I64(_elem_bytes(buf.dtype)))
+            nbytes = b.and_(b.add(nbytes, I64(63)), I64(~63))  # aligned_alloc wants a multiple
+            ptr = b.call(self._declare("aligned_alloc", PTR, [I64, I64]), [I64(64), nbytes])
+            self._fail_if(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), I32(-1))
+            self.bufs[buf] = ptr
+            self.stmt(body)
+            self.builder.call(self._declare("free", ir.VoidType(), [PTR]), [ptr])
+        if outer is None:
+            del self.bufs[buf]
+        else:
+            self.bufs[buf] = outer
+
+    # ------------------------------------------------------------------ memory
+
+    def _ptr(self, buf, index: ir.Value) -> ir.Value:
+        if buf not in self.bufs:
+            raise BuildError(f"{self.fname}: buffer {buf.name} is used outside its allocation")
+        return self.builder.gep(self.bufs[buf], [self.builder.sext(index, I64) if index.type != I64 else index],
+                                inbounds=True, source_etype=llvm_type(buf.dtype, memory=True))
+
+    def _contiguous(self, idx) -> bool:
+        return isinstance(idx, Ramp) and isinstance(idx.stride, E.IntImm) and idx.stride.value == 1
+
+    def _load(self, e: Load) -> ir.Value:
+        b, buf, idx = self.builder, e.buffer, e.index
+        mem = llvm_type(buf.dtype, memory=True)
+        align = _elem_bytes(buf.dtype)
+        n = E.lanes(idx.dtype)
+        if n == 1:
+            v = b.load(self._ptr(buf, self.expr(idx)), typ=mem, align=align)
+        elif self._contiguous(idx):
+            v = b.load(self._ptr(buf, self.expr(idx.base)), typ=ir.VectorType(mem, n), align=align)
+        else:
+            lanes = self.expr(idx)
+            v = ir.Constant(ir.VectorType(mem, n), None)
+            for k in range(n):
+                x = b.load(self._ptr(buf, b.extract_element(lanes, I32(k))), typ=mem, align=align)
+                v = b.insert_element(v, x, I32(k))
+        if E.element(buf.dtype) == "bool":
+            v = b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        return v
+
+    def _store(self, buf, idx, value: ir.Value) -> None:
+        b = self.builder
+        align = _elem_bytes(buf.dtype)
+        if E.element(buf.dtype) == "bool":
+            value = b.zext(value, llvm_type(value.type is I1 and "int8" or
+                                            E.with_lanes("int8", E.lanes(idx.dtype))))
+        n = E.lanes(idx.dtype)
+        if n == 1:
+            b.store(value, self._ptr(buf, self.expr(idx)), align=align)
+        elif self._contiguous(idx):
+            b.store(value, self._ptr(buf, self.expr(idx.base)), align=align)
+        else:
+            lanes = self.expr(idx)
+            for k in range(n):
+                b.store(b.extract_element(value, I32(k)),
+                        self._ptr(buf, b.extract_element(lanes, I32(k))), align=align)
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e) -> ir.Value:
+        b = self.builder
+        match e:
+            case E.IntImm(value=v, dtype=dt):
+                return ir.Constant(llvm_type(dt), v)
+            case E.FloatImm(value=v, dtype=dt):
+                return ir.Constant(llvm_type(dt), v)
+            case E.Var():
+                if e not in self.env:
+                    raise BuildError(f"{self.fname}: variable {e.name} is used outside its scope")
+                return self.env[e]
+            case Ramp(base=base, stride=stride, lanes=n):
+                ty = llvm_type(e.dtype)
+                steps = ir.Constant(ty, [ir.Constant(ty.element, k) for k in range(n)])
+                if not (isinstance(stride, E.IntImm) and stride.value == 1):
+                    steps = b.mul(steps, self._splat(self.expr(stride), n))
+                return b.add(self._splat(self.expr(base), n), steps)
+            case Broadcast(value=v, lanes=n):
+                return self._splat(self.expr(v), n)
+            case Load():
+                return self._load(e)
+            case E.Cast(dtype=dt, value=v):
+                return self._cast(self.expr(v), v.dtype, dt)
+            case E.Not(a=a):
+                return b.not_(self.expr(a))
+            case E.And(a=x, b=y):
+                return b.and_(self.expr(x), self.expr(y))
+            case E.Or(a=x, b=y):
+                return b.or_(self.expr(x), self.expr(y))
+            case E.CmpOp(a=x, b=y):
+                return self._compare(type(e), self.expr(x), self.expr(y), x.dtype)
+            case E.BinaryOp(a=x, b=y):
+                return self._binary(type(e), self.expr(x), self.expr(y), e.dtype)
+            case E.Select(condition=c, true_value=t, false_value=f):
+                return self._select(c, t, f)
+            case E.Call(name=name, args=args, dtype=dt):
+                return self._call(name, [self.expr(a) for a in args], dt)
+            case E.Let(var=v, value=val, body=body):
+                self.env[v] = self.expr(val)
+                out = self.expr(body)
+                del self.env[v]
+                return out
+        raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
+
+    def _splat(self, v: ir.Value, n: int) -> ir.Value:
+        vec = ir.VectorType(v.type, n)
+        one = self.builder.insert_element(ir.Constant(vec, None), v, I32(0))
+        return self.builder.shuffle_vector(one, ir.Constant(vec, None),
+                                           ir.Constant(ir.VectorType(I32, n), [I32(0)] * n))
+
+    def _cast(self, v: ir.Value, src: str, dst: str) -> ir.Value:
+        b, ty = self.builder, llvm_type(dst)
+        s, d = E.element(src), E.element(dst)
+        if s == d:
+            return v
+        if d == "bool":
+            zero = ir.Constant(v.type, None)
+            return b.fcmp_unordered("!=", v, zero) if E.is_float(s) else b.icmp_unsigned("!=", v, zero)
+        if s == "bool":
+            return b.uitofp(v, ty) if E.is_float(d) else b.zext(v, ty)
+        if E.is_float(s) and E.is_float(d):
+            return b.fpext(v, ty) if E.bits(d) > E.bits(s) else b.fptrunc(v, ty)
+        if E.is_float(s):
+            return b.fptosi(v, ty)
+        if E.is_float(d):
+            return b.sitofp(v, ty)
+        return b.sext(v, ty) if E.bits(d) > E.bits(s) else b.trunc(v, ty)
+
+    def _compare(self, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+        if E.is_float(dtype):
+            if cls is E.NE:
+                return self.builder.fcmp_unordered("!=", x, y)
+            return self.builder.fcmp_ordered(_ICMP[cls], x, y)
+        if E.element(dtype) == "bool":
+            return self.builder.icmp_unsigned(_ICMP[cls], x, y)
+        return self.builder.icmp_signed(_ICMP[cls], x, y)
+
+    def _binary(self, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+        b = self.builder
+        if E.is_float(dtype):
+            match cls:
+                case E.Add: return b.fadd(x, y, flags=_FAST)
+                case E.Sub: return b.fsub(x, y, flags=_FAST)
+                case E.Mul: return b.fmul(x, y, flags=_FAST)
+                case E.Div: return b.fdiv(x, y)
+                case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
+                case E.Max: return b.select(b.fcmp_ordered(">", x, y), x, y)
+        else:
+            match cls:
+                case E.Add: return b.add(x, y, flags=("nsw",))
+                case E.Sub: return b.sub(x, y, flags=("nsw",))
+                case E.Mul: return b.mul(x, y, flags=("nsw",))
+                case E.Min: return b.select(b.icmp_signed("<", x, y), x, y)
+                case E.Max: return b.select(b.icmp_signed(">", x, y), x, y)
+                case E.TruncDiv: return b.sdiv(x, y)
+                case E.TruncMod: return b.srem(x, y)
+                case E.FloorDiv | E.FloorMod:
+                    q, r = b.sdiv(x, y), b.srem(x, y)
+                    zero = ir.Constant(x.type, None)
+                    # Round toward minus infinity: fix up when the remainder's sign
+                    # differs from the divisor's.
+                    fix = b.and_(b.icmp_signed("!=", r, zero),
+                                 b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+                    if cls is E.FloorDiv:
+                        return b.sub(q, b.zext(fix, x.type))
+                    return b.add(r, b.select(fix, y, zero))
+        raise BuildError(f"{self.fname}: no code generation for {cls.__name__} on {dtype}")
+
+    def _select(self, c, t, f) -> ir.Value:
+        b = self.builder
+        lazy = E.lanes(c.dtype) == 1 and collect(E.Add(t, f) if E.is_float(t.dtype) or E.is_int(t.dtype)
+                                                 else t, lambda n: isinstance(n, Load))
+        if not lazy:
+            return b.select(self.expr(c), self.expr(t), self.expr(f))
+        # Only the chosen branch runs, so a guarded out-of-bounds read (padding) is safe.
+        then_bb, else_bb = self.fn.append_basic_block("sel.t"), self.fn.append_basic_block("sel.f")
+        done = self.fn.append_basic_block("sel.end")
+        b.cbranch(self.expr(c), then_bb, else_bb)
+        b.position_at_end(then_bb)
+        tv, t_end = self.expr(t), b.block
+        b.branch(done)
+        b.position_at_end(else_bb)
+        fv, f_end = self.expr(f), b.block
+        b.branch(done)
+        b.position_at_end(done)
+        phi = b.phi(tv.type)
+        phi.add_incoming(tv, t_end)
+        phi.add_incoming(fv, f_end)
+        return phi
+
+    def _call(self, name: str, args: list, dtype: str) -> ir.Value:
+        b, ty = self.builder, llvm_type(dtype)
+        elem = E.element(dtype)
+        if name == "sigmoid":
+            one = ir.Constant(ty, 1.0) if E.lanes(dtype) == 1 else \
+                ir.Constant(ty, [ir.Constant(ty.element, 1.0)] * E.lanes(dtype))
+            neg = b.fneg(args[0])
+            return b.fdiv(one, b.fadd(one, self._call("exp", [neg], dtype)))
+        if name == "abs" and not E.is_float(elem):
+            x = args[0]
+            return b.select(b.icmp_signed("<", x, ir.Constant(ty, None)), b.neg(x), x)
+        if name not in _INTRINSICS or not E.is_float(elem):
+            raise BuildError(f"{self.fname}: no code generation for {name} on {dtype}")
+        n = E.lanes(dtype)
+        suffix = _SUFFIX[elem] if n == 1 else f"v{n}{_SUFFIX[elem]}"
+        fn = self._declare(f"llvm.{_INTRINSICS[name]}.{suffix}", ty, [ty] * len(args))
+        return b.call(fn, args)
+
+
+__all__ = ["CodeGenLLVM", "llvm_type", "STACK_LIMIT"]

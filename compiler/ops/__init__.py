@@ -1,0 +1,1 @@
+"""The operator inventory (compute definitions and schedules)."""

@@ -1,0 +1,4 @@
+"""compiler.runtime: loaded modules (Module), their timing, and export / load."""
+from .module import Module, ProfileResult, load
+
+__all__ = ["Module", "ProfileResult", "load"]

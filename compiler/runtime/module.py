@@ -1,0 +1,215 @@
+"""runtime.Module: a compiled function that Python calls on numpy arrays.
+
+The module keeps the metadata the code was built with (argument names, dtypes, shapes,
+which buffers it writes), so every call checks count, dtype, shape, contiguity and
+writability first and names the bad argument: a wrong array is an error, never a crash.
+The arguments travel to `<entry>_packed` as one int64 array (data pointers, then the
+symbolic sizes), through ctypes, which releases the GIL for the call.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from . import native
+
+_PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_META = ctypes.CFUNCTYPE(ctypes.c_char_p)
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Seconds per call, one entry per repeat (as TVM's time_evaluator reports)."""
+    results: tuple
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+
+class Module:
+    """A loaded function: `f(*arrays)`, `f.time_evaluator(...)`, `f.get_source()`,
+    `f.export(path)`. Made by compiler.build() or runtime.load()."""
+
+    def __init__(self, meta: dict, address: int, keepalive=(), llvm_ir: str | None = None,
+                 target=None, loop_ir: str | None = None):
+        self.meta = meta
+        self.entry_name = meta["entry"]
+        self._address = address
+        self._fn = _PACKED(address)
+        self._keepalive = keepalive  # the engine or library that owns the machine code
+        self._llvm_ir = llvm_ir
+        self._target = target
+        self._loop_ir = loop_ir
+
+    @classmethod
+    def from_llvm(cls, ref: llvm.ModuleRef, target, loop_ir: str | None = None) -> Module:
+        """JIT-compile an optimized LLVM module (from codegen) and load it; `loop_ir` is
+        the text of the loop IR it was generated from, for get_source("ir")."""
+        native.ensure_loaded()
+        from ..codegen.compile import target_machine
+        engine = llvm.create_mcjit_compiler(ref, target_machine(target))
+        engine.finalize_object()
+        meta = json.loads(_META(engine.get_function_address("autosched_module_meta"))())
+        address = engine.get_function_address(meta["entry"] + "_packed")
+        return cls(meta, address, (engine, ref), str(ref), target, loop_ir)
+
+    # ------------------------------------------------------------------ calling
+
+    def _pack(self, arrays) -> np.ndarray:
+        params = self.meta["params"]
+        name = self.entry_name
+        if len(arrays) != len(params):
+            expected = ", ".join(p["name"] for p in params)
+            raise TypeError(f"{name} takes {len(params)} arrays ({expected}), got {len(arrays)}")
+        sizes: dict[str, int] = {}
+        packed = np.empty(len(params) + len(self.meta["size_vars"]), dtype=np.int64)
+        for pos, (arr, p) in enumerate(zip(arrays, params)):
+            what = f"argument {pos} ({p['name']}) of {name}"
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"{what} must be a numpy array, got {type(arr).__name__}")
+            if arr.dtype != np.dtype(p["dtype"]):
+                raise TypeError(f"{what} has dtype {arr.dtype}, expected {p['dtype']}")
+            if arr.ndim != len(p["shape"]):
+                raise ValueError(f"{what} has shape {arr.shape}, expected {len(p['shape'])} "
+                                 f"dimensions {tuple(p['shape'])}")
+            for axis, (got, want) in enumerate(zip(arr.shape, p["shape"])):
+                if isinstance(want, str):
+                    want = sizes.setdefault(want, got)
+                if got != want:
+                    raise ValueError(f"{what} has shape {arr.shape}, expected "
+                                     f"{tuple(sizes.get(d, d) for d in p['shape'])} "
+                                     f"(axis {axis} is {got}, not {want})")
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"{what} is not C-contiguous; pass np.ascontiguousarray(...)")
+            if p["written"] and not arr.flags.writeable:
+                raise ValueError(f"{what} is written by {name} but the array is read-only")
+            packed[pos] = arr.ctypes.data
+        for pos, var in enumerate(self.meta["size_vars"], start=len(params)):
+            if sizes.get(var, 0) < 1:
+                raise ValueError(f"symbolic size {var} of {name} must be at least 1")
+            packed[pos] = sizes[var]
+        return packed
+
+    def __call__(self, *arrays) -> None:
+        """Run on numpy arrays; outputs are written in place."""
+        packed = self._pack(arrays)
+        rc = self._fn(packed.ctypes.data)
+        if rc != 0:
+            raise RuntimeError(f"{self.entry_name} failed with code {rc}"
+                               + (" (out of memory)" if rc == -1 else ""))
+
+    def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: int = 0,
+                       cooldown_ms: int = 0):
+        """A function that times this module on given arrays, in native code.
+
+        Each of `repeat` measurements runs the function `number` times (raised until one
+        measurement takes at least `min_repeat_ms`) after one warm-up call, and records
+        seconds per call; `cooldown_ms` sleeps between measurements. Returns a
+        ProfileResult with .mean, .median and .results.
+        """
+        for knob, value, least in (("number", number, 1), ("repeat", repeat, 1),
+                                   ("min_repeat_ms", min_repeat_ms, 0), ("cooldown_ms", cooldown_ms, 0)):
+            if not isinstance(value, int) or value < least:
+                raise ValueError(f"time_evaluator: {knob} must be an integer >= {least}, got {value!r}")
+
+        def evaluate(*arrays) -> ProfileResult:
+            packed = self._pack(arrays)
+            results = native.time_native(self._address, packed.ctypes.data, number, repeat,
+                                         min_repeat_ms, cooldown_ms)
+            return ProfileResult(tuple(results))
+        return evaluate
+
+    # ------------------------------------------------------------------ source and export
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """The optimized LLVM IR (`"ll"`), the target's assembly (`"asm"`), or the loop IR
+        after every pass, as code generation saw it (`"ir"`)."""
+        if fmt == "ir" and self._loop_ir is not None:
+            return self._loop_ir
+        if self._llvm_ir is None:
+            raise ValueError(f"{self.entry_name} was loaded from a shared library; "
+                             "its LLVM source is not kept")
+        if fmt == "ll":
+            return self._llvm_ir
+        if fmt == "asm":
+            from ..codegen.compile import target_machine
+            return target_machine(self._target).emit_assembly(llvm.parse_assembly(self._llvm_ir))
+        raise ValueError(f"unknown source format {fmt!r}; use 'll', 'asm' or 'ir'")
+
+    def _linked(self) -> llvm.ModuleRef:
+        """This module with the parallel runtime linked in: a self-contained unit."""
+        ref = llvm.parse_assembly(self._llvm_ir)
+        ref.link_in(llvm.parse_assembly(native.runtime_ir()))
+        return ref
+
+    def export(self, path) -> str:
+        """Write a self-contained artifact that runtime.load() opens without the schedule:
+        a shared library when a C compiler is there to link it, else LLVM bitcode.
+        Returns "so" or "bc"."""
+        if self._llvm_ir is None:
+            shutil.copyfile(self._keepalive._name, path)
+            return "so"
+        from ..codegen.compile import optimize, target_machine
+        ref = self._linked()
+        cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        if cc is None:
+            with open(path, "wb") as f:
+                f.write(ref.as_bitcode())
+            return "bc"
+        tm = target_machine(self._target, pic=True)
+        optimize(ref, tm)
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = os.path.join(tmp, "module.o")
+            with open(obj, "wb") as f:
+                f.write(tm.emit_object(ref))
+            done = subprocess.run([cc, "-shared", "-o", os.fspath(path), obj, "-lm", "-lpthread"],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"linking {path} with {cc} failed:\n{done.stderr}")
+        return "so"
+
+
+def load(path) -> Module:
+    """Load a module written by Module.export(): a shared library or LLVM bitcode."""
+    path = os.path.abspath(os.fspath(path))
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] == b"\x7fELF":
+        lib = ctypes.CDLL(path)
+        meta = json.loads(_META(ctypes.cast(lib.autosched_module_meta, ctypes.c_void_p).value)())
+        address = ctypes.cast(getattr(lib, meta["entry"] + "_packed"), ctypes.c_void_p).value
+        return Module(meta, address, lib)
+    if data[:4] == b"BC\xc0\xde":
+        from ..target import Target
+        ref = llvm.parse_bitcode(data)
+        return Module.from_llvm(ref, Target("llvm"))
+    raise ValueError(f"{path} is neither a shared library nor LLVM bitcode written by export()")
+
+
+__all__ = ["Module", "ProfileResult", "load"]

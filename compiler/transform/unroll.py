@@ -1,0 +1,63 @@
+"""UnrollLoop: replace a loop by one copy of its body per iteration (reference:
+tir.transform.UnrollLoop).
+
+A schedule's `unroll` marks a loop UNROLLED; with a constant extent it becomes a sequence
+of body copies with the loop variable replaced by its value, so indices fold to
+constants. `auto_max_step` also unrolls small serial loops, measured as TVM does: the
+extent times the number of leaf statements (Store, Evaluate) in the body after its own
+inner loops were unrolled. A loop still left in that body (parallel, vectorized,
+symbolic or too big) makes the outer loop ineligible, like TVM's normal_loop_depth.
+"""
+from __future__ import annotations
+
+from ..arith.simplify import simplify, simplify_stmt
+from ..ir.functor import children, substitute, transform
+from ..ir.stmt import SERIAL, UNROLLED, Evaluate, For, Stmt, Store, seq
+from ..te import expr as E
+from .remove_no_op import no_op
+
+
+def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True) -> Stmt:
+    """`stmt` with its unrollable loops expanded, innermost first.
+
+    auto_max_step: serial loops of constant extent whose step count (extent x leaf
+        statements of the body) is at most this are unrolled too; 0 (default) turns
+        automatic unrolling off.
+    explicit_unroll: False leaves every loop as it is, UNROLLED ones included, for a
+        flow that lets LLVM unroll from codegen's hints; True (default) expands them.
+
+    UNROLLED loops of symbolic extent stay loops (codegen hints LLVM); parallel and
+    vectorized loops are never unrolled. A loop of extent 0 becomes `no_op()`.
+    """
+    if not explicit_unroll:
+        return stmt
+
+    def post(n):
+        match n:
+            case For(kind=kind) if kind in (SERIAL, UNROLLED):
+                extent = simplify(n.extent)
+                if not isinstance(extent, E.IntImm):
+                    return None
+                steps = _steps(n.body)
+                if kind == UNROLLED or (auto_max_step > 0 and steps is not None
+                                        and extent.value * steps <= auto_max_step):
+                    return _unroll(n, extent.value)
+        return None
+
+    return transform(stmt, post, pre=lambda n: n if isinstance(n, E.Expr) else None)
+
+
+def _unroll(loop: For, extent: int) -> Stmt:
+    copies = [simplify_stmt(substitute(loop.body, {loop.loop_var: simplify(loop.min + k)}))
+              for k in range(extent)]
+    return seq(*copies) if copies else no_op()
+
+
+def _steps(s: Stmt) -> int | None:
+    """Leaf statements in `s`; None when a loop is left in it."""
+    if isinstance(s, For):
+        return None
+    if isinstance(s, (Store, Evaluate)):
+        return 1
+    counts = [_steps(c) for c in children(s) if isinstance(c, Stmt)]
+    return None if any(c is None for c in counts) else sum(counts)
