@@ -35,16 +35,6 @@ def runtime_ir() -> str:
     return _IR_PATH.read_text()
 
 
-def _host_target_machine():
-    """An O3 target machine for the CPU this process runs on."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3)
-
-
 def _exported_names(mod) -> list[str]:
     """Functions and globals that runtime.ll defines with external linkage."""
     values = [*mod.functions, *mod.global_variables]
@@ -53,15 +43,14 @@ def _exported_names(mod) -> list[str]:
 
 
 def _load() -> dict[str, int]:
+    """JIT-compile runtime.ll at O3 for the host and register its exported symbols."""
     global _engine
-    tm = _host_target_machine()
+    from ..codegen.compile import optimize, target_machine
+    from ..target import host_target
+    tm = target_machine(host_target())
     mod = llvm.parse_assembly(runtime_ir())
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    optimize(mod, tm)
     names = _exported_names(mod)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()

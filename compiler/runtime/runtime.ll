@@ -112,19 +112,24 @@ declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 define internal i32 @autosched_run_share(i32 %first, i32 %stride, ptr %fn, ptr %closure,
                                          i32 %num_tasks) {
 entry:
+  ; Counted in i64 so that t + stride cannot overflow near INT32_MAX tasks.
+  %first64 = sext i32 %first to i64
+  %stride64 = sext i32 %stride to i64
+  %tasks64 = sext i32 %num_tasks to i64
   br label %head
 
 head:
-  %t = phi i32 [ %first, %entry ], [ %t.next, %body ]
+  %t = phi i64 [ %first64, %entry ], [ %t.next, %body ]
   %rc = phi i32 [ 0, %entry ], [ %rc.next, %body ]
-  %more = icmp slt i32 %t, %num_tasks
+  %more = icmp slt i64 %t, %tasks64
   br i1 %more, label %body, label %done
 
 body:
-  %r = call i32 %fn(i32 %t, i32 %num_tasks, ptr %closure)
+  %t32 = trunc i64 %t to i32
+  %r = call i32 %fn(i32 %t32, i32 %num_tasks, ptr %closure)
   %had = icmp ne i32 %rc, 0
   %rc.next = select i1 %had, i32 %rc, i32 %r
-  %t.next = add nsw i32 %t, %stride
+  %t.next = add nsw i64 %t, %stride64
   br label %head
 
 done:
