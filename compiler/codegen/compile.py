@@ -9,9 +9,10 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
-from ..ir.functor import collect
+from ..ir.functor import collect, substitute
 from ..ir.stmt import Store
 from ..target import Target
+from ..te import expr as E
 from .llvm import CodeGenLLVM
 
 
@@ -40,17 +41,36 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
 
 
 def module_meta(mod, target: Target, entry: str) -> dict:
-    """What the runtime checks arguments against: names, dtypes, shapes (ints, or the
-    name of a symbolic size), the symbolic sizes in call order, the buffers written."""
+    """What the runtime checks arguments against: names, dtypes, the buffers written,
+    and shapes, each dimension an int, the key of a symbolic size, or {"expr": text}
+    for an expression of sizes (checked once the sizes are bound); the sizes' keys in
+    call order (unique even when two te.var share a name)."""
+    from ..ir.printer import expr_str
     func = mod[entry]
     written = {s.buffer for s in collect(func.body, lambda n: isinstance(n, Store))}
+    keys = {}
+    for v in func.size_vars:
+        keys[v] = v.name if v.name not in keys.values() else f"{v.name}_{len(keys)}"
+    bound = {d for b in func.params for d in b.shape if d in keys}
+    for v in func.size_vars:
+        if v not in bound:
+            raise BuildError(f"{entry}: symbolic size {v.name} appears only inside shape "
+                             "expressions; give some argument a dimension of exactly "
+                             f"{v.name} so that calls can bind it")
+
+    def dim(d):
+        if isinstance(d, E.IntImm):
+            return d.value
+        if d in keys:
+            return keys[d]
+        return {"expr": expr_str(substitute(d, {v: E.Var(k, v.dtype) for v, k in keys.items()}))}
+
     return {
         "entry": entry,
         "target": str(target),
         "params": [{"name": b.name, "dtype": b.dtype, "written": b in written,
-                    "shape": [d.value if hasattr(d, "value") else str(d) for d in b.shape]}
-                   for b in func.params],
-        "size_vars": [v.name for v in func.size_vars],
+                    "shape": [dim(d) for d in b.shape]} for b in func.params],
+        "size_vars": [keys[v] for v in func.size_vars],
     }
 
 

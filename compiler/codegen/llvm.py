@@ -168,6 +168,7 @@ class CodeGenLLVM:
     def _loop(self, var: E.Var, lo: ir.Value, extent: ir.Value, body) -> None:
         """`for idx in [0, extent)` with `var = lo + idx`, the loop shape LLVM analyses best."""
         b, ty = self.builder, llvm_type(var.dtype)
+        lo, extent = self._int_as(lo, ty), self._int_as(extent, ty)
         pre = b.block
         header = self.fn.append_basic_block(f"{var.name}.header")
         loop = self.fn.append_basic_block(f"{var.name}.body")
@@ -184,6 +185,12 @@ class CodeGenLLVM:
         b.branch(header)
         b.position_at_end(done)
         del self.env[var]
+
+    def _int_as(self, v: ir.Value, ty: ir.Type) -> ir.Value:
+        """An index value in the loop variable's integer type (sizes may be int64)."""
+        if v.type == ty:
+            return v
+        return self.builder.trunc(v, ty) if v.type.width > ty.width else self.builder.sext(v, ty)
 
     def _parallel(self, loop: For) -> None:
         """Outline the loop body and hand it to the thread pool; the closure carries the
@@ -211,7 +218,7 @@ class CodeGenLLVM:
         self.env = dict(zip(used_vars, loaded))
         self.bufs = dict(zip(used_bufs, loaded[len(used_vars):]))
         ty = llvm_type(loop.loop_var.dtype)
-        extent = self.expr(loop.extent)
+        extent = self._int_as(self.expr(loop.extent), ty)
         task, ntask = (b.sext(a, ty) if ty != I32 else a for a in body_fn.args[:2])
         chunk = b.sdiv(b.sub(b.add(extent, ntask), ir.Constant(ty, 1)), ntask)
         begin = b.mul(task, chunk)
@@ -219,15 +226,13 @@ class CodeGenLLVM:
         end = b.select(b.icmp_signed("<", end, extent), end, extent)
         count = b.sub(end, begin)
         count = b.select(b.icmp_signed("<", count, ir.Constant(ty, 0)), ir.Constant(ty, 0), count)
-        self._loop(loop.loop_var, b.add(self.expr(loop.min), begin), count, loop.body)
+        self._loop(loop.loop_var, b.add(self._int_as(self.expr(loop.min), ty), begin), count, loop.body)
         self.builder.ret(I32(0))
         self.in_parallel = False
         self.fn, self.entry, self.builder, self.env, self.bufs = outer
 
         b = self.builder
-        extent = self.expr(loop.extent)
-        if extent.type != I32:
-            extent = b.trunc(extent, I32)
+        extent = self._int_as(self.expr(loop.extent), I32)
         cores = I32(self.num_cores)
         ntasks = b.select(b.icmp_signed("<", extent, cores), extent, cores)
         ntasks = b.select(b.icmp_signed("<", ntasks, I32(1)), I32(1), ntasks)
@@ -245,7 +250,10 @@ class CodeGenLLVM:
             self.stmt(body)
         else:
             b = self.builder
-            n = b.sext(self.expr(elems), I64) if not isinstance(elems, E.IntImm) else I64(elems.value)
+            n = self._int_as(self.expr(elems), I64) if not isinstance(elems, E.IntImm) else I64(elems.value)
+            # A region past the end of a split can be empty (even negative): nothing is
+            # computed there, but the allocation must still succeed.
+            n = b.select(b.icmp_signed("<", n, I64(1)), I64(1), n)
             nbytes = b.mul(n, I64(_elem_bytes(buf.dtype)))
             nbytes = b.and_(b.add(nbytes, I64(63)), I64(~63))  # aligned_alloc wants a multiple
             ptr = b.call(self._declare("aligned_alloc", PTR, [I64, I64]), [I64(64), nbytes])

@@ -26,6 +26,20 @@ _PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _META = ctypes.CFUNCTYPE(ctypes.c_char_p)
 
 
+_SHAPE_FUNCS = {"floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
+                "min": min, "max": max}
+
+
+def _dim(d, sizes: dict) -> int:
+    """A dimension's expected length: a constant, a bound size, or an expression of
+    sizes (the printer's text of it, evaluated with nothing but the sizes in scope)."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, str):
+        return sizes[d]
+    return eval(d["expr"], {"__builtins__": {}}, {**_SHAPE_FUNCS, **sizes})
+
+
 @dataclass(frozen=True)
 class ProfileResult:
     """Seconds per call, one entry per repeat (as TVM's time_evaluator reports)."""
@@ -98,18 +112,19 @@ class Module:
             if arr.ndim != len(p["shape"]):
                 raise ValueError(f"{what} has shape {arr.shape}, expected {len(p['shape'])} "
                                  f"dimensions {tuple(p['shape'])}")
-            for axis, (got, want) in enumerate(zip(arr.shape, p["shape"])):
+            for got, want in zip(arr.shape, p["shape"]):
                 if isinstance(want, str):
-                    want = sizes.setdefault(want, got)
-                if got != want:
-                    raise ValueError(f"{what} has shape {arr.shape}, expected "
-                                     f"{tuple(sizes.get(d, d) for d in p['shape'])} "
-                                     f"(axis {axis} is {got}, not {want})")
+                    sizes.setdefault(want, got)
             if not arr.flags.c_contiguous:
                 raise ValueError(f"{what} is not C-contiguous; pass np.ascontiguousarray(...)")
             if p["written"] and not arr.flags.writeable:
                 raise ValueError(f"{what} is written by {name} but the array is read-only")
             packed[pos] = arr.ctypes.data
+        for pos, (arr, p) in enumerate(zip(arrays, params)):
+            want = tuple(_dim(d, sizes) for d in p["shape"])
+            if arr.shape != want:
+                raise ValueError(f"argument {pos} ({p['name']}) of {name} has shape "
+                                 f"{arr.shape}, expected {want}")
         for pos, var in enumerate(self.meta["size_vars"], start=len(params)):
             if sizes.get(var, 0) < 1:
                 raise ValueError(f"symbolic size {var} of {name} must be at least 1")

@@ -221,12 +221,16 @@ def const(value, dtype: str | None = None) -> Expr:
     if isinstance(value, Expr):
         return value.astype(dtype) if dtype else value
     if dtype is None:
-        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+        dtype = "bool" if isinstance(value, bool) else "float32" if not isinstance(value, int) \
+            else "int32" if -2**31 <= value < 2**31 else "int64"
     check_dtype(dtype)
     if is_float(dtype):
         return FloatImm(float(value), dtype)
     if not isinstance(value, (int, bool)) and float(value) != int(value):
         raise TypeError(f"constant {value!r} is not an integer but dtype is {dtype}")
+    if is_int(dtype) and not -2 ** (bits(dtype) - 1) <= int(value) < 2 ** (bits(dtype) - 1):
+        raise ValueError(f"constant {value} does not fit in {dtype}; "
+                         "use a wider dtype (astype('int64')) for the other operand")
     return IntImm(int(value), dtype)
 
 

@@ -19,11 +19,18 @@ from __future__ import annotations
 import math
 
 from ..arith.int_set import IntervalSet, eval_set
-from ..arith.simplify import Linear, const_bound, loop_bounds, simplify, simplify_stmt, skey
-from ..ir.functor import children, collect, free_vars, map_children, substitute, transform
+from ..arith.simplify import (Linear, const_bound, loop_bounds, node_count, simplify,
+                              simplify_stmt, skey)
+from ..ir.functor import children, collect, free_vars, map_children, transform
 from ..ir.stmt import For, IfThenElse, LetStmt, Stmt, seq
 from ..te import expr as E
 from .remove_no_op import is_no_op, no_op, remove_no_op
+from .unroll import bind
+
+# Solved boundaries (and relaxed ranges) larger than this, and guards, clamped boundaries
+# and loop ranges twice as large, are not worth their cost: the simplifier's work on
+# nested symbolic min / max grows exponentially with their depth.
+_MAX_NODES = 12
 
 
 def loop_partition(stmt: Stmt, bounds: dict | None = None) -> Stmt:
@@ -56,12 +63,12 @@ class _Partitioner:
     def loop(self, f: For, bounds: dict, tried: frozenset) -> Stmt:
         """Partition `f` on the first conjunct (not in `tried`) that gains a piece free of
         it; when none does, partition inside its body."""
-        lo, hi = f.min, simplify(f.min + f.extent, bounds)
-        for key, (first, b1, b2) in self.guards(f, bounds).items():
-            if key in tried:
-                continue
+        for key, (first, b1, b2) in self.guards(f, bounds, tried).items():
+            lo, hi = f.min, simplify(f.min + f.extent, bounds)
             p1 = _clamp(b1, lo, hi, bounds)
-            p2 = _clamp(b2, p1, hi, bounds)
+            p2 = p1 if _le(b2, b1, bounds) else _clamp(b2, p1, hi, bounds)
+            if max(node_count(p1), node_count(p2)) > 2 * _MAX_NODES:
+                continue
             ranges = [(lo, p1, first), (p1, p2, None), (p2, hi, not first)]
             if all(_le(end, start, bounds) for start, end, value in ranges if value is not None):
                 continue
@@ -79,14 +86,16 @@ class _Partitioner:
             return None
         extent = simplify(end - start, bounds)
         if isinstance(extent, E.IntImm) and extent.value == 1 and not f.pragmas:
-            body = simplify_stmt(substitute(body, {f.loop_var: start}), bounds)
+            body = simplify_stmt(bind(body, f.loop_var, start), bounds)
             return self.visit(remove_no_op(body), bounds)
         return self.loop(For(f.loop_var, start, extent, f.kind, body, f.pragmas), bounds, tried)
 
-    def guards(self, f: For, bounds: dict) -> dict:
+    def guards(self, f: For, bounds: dict, tried: frozenset) -> dict:
         """Conjunct key -> (value on the first piece, end of the first piece, start of the
-        last piece), for the conjuncts of the guards in `f`'s body that can be solved for
-        f's variable at every place they occur."""
+        last piece), for the conjuncts (not in `tried`) of the guards in `f`'s body that
+        can be solved for f's variable at every place they occur."""
+        if node_count(f.min) + node_count(f.extent) > 2 * _MAX_NODES:
+            return {}
         v = f.loop_var
         inner = {**bounds, v: loop_bounds(f.min, f.extent, bounds)}
         allowed = self.sizes | bounds.keys() | {v}
@@ -98,7 +107,7 @@ class _Partitioner:
             found[key] = None if old is None or sol is None else (
                 old[0], simplify(E.Min(old[1], sol[1]), bounds),
                 simplify(E.Max(old[2], sol[2]), bounds))
-        return {k: sol for k, sol in found.items() if sol is not None}
+        return {k: sol for k, sol in found.items() if sol is not None and k not in tried}
 
 
 def _occurrences(s: Stmt, v: E.Var, allowed, dom: dict, bounds: dict):
@@ -106,9 +115,11 @@ def _occurrences(s: Stmt, v: E.Var, allowed, dom: dict, bounds: dict):
     variables in scope) for each conjunct mentioning `v` of each guard in `s`."""
     match s:
         case For(loop_var=u, min=m, extent=e, body=body):
-            inner = {**bounds, u: loop_bounds(m, e, bounds)}
-            yield from _occurrences(body, v, allowed | {u}, {**dom, u: _relax(m, e, v, dom, inner)},
-                                    inner)
+            if any(v in free_vars(n.condition)
+                   for n in collect(body, lambda n: isinstance(n, IfThenElse))):
+                relaxed = {**dom, u: _relax(m, e, v, dom, bounds)}
+                yield from _occurrences(body, v, allowed | {u}, relaxed,
+                                        {**bounds, u: loop_bounds(m, e, bounds)})
             return
         case IfThenElse(condition=cond):
             for conj in _conjuncts(cond):
@@ -128,13 +139,15 @@ def _conjuncts(cond: E.Expr) -> list:
 
 def _relax(m: E.Expr, e: E.Expr, v: E.Var, dom: dict, bounds: dict) -> IntervalSet:
     """The values of an inner loop variable over [m, m + e) as bounds free of `v`:
-    symbolic in the outer variables where possible, else constant over v's range."""
+    symbolic in the outer variables where small, else the constant bounds (over v's
+    range) that `bounds` has for it."""
+    small = node_count(m) + node_count(e) <= 2 * _MAX_NODES
     ends = []
-    for expr, k in ((m, 0), (simplify(m + e - 1, bounds), 1)):
-        s = eval_set(expr, dom, bounds)
+    for expr, k in ((m, 0), (m + e - 1, 1)):
+        s = eval_set(expr, dom, bounds) if small else IntervalSet.everything()
         x = s.max if k else s.min
-        if x is None or v in free_vars(x):
-            c = const_bound(simplify(expr, bounds), bounds)[k]
+        if x is None or v in free_vars(x) or node_count(x) > _MAX_NODES:
+            c = loop_bounds(m, e, bounds)[k]
             x = None if math.isinf(c) else E.const(int(c))
         ends.append(x)
     return IntervalSet(*ends)
@@ -142,8 +155,9 @@ def _relax(m: E.Expr, e: E.Expr, v: E.Var, dom: dict, bounds: dict) -> IntervalS
 
 def _solve(conj, v, dom, conj_bounds, names, bounds):
     """For `conj` as `a*v + r < 0` with r in [r_min, r_max] over the inner loops:
-    (value on the first piece, end of the first piece, start of the last piece)."""
-    if not free_vars(conj) <= names:
+    (value on the first piece, end of the first piece, start of the last piece); None
+    when it is not such a comparison over the variables in scope `names`."""
+    if not free_vars(conj) <= names or node_count(conj) > 2 * _MAX_NODES:
         return None
     match simplify(conj, conj_bounds):
         case E.LT(a=x, b=y) if E.is_int(x.dtype):
@@ -169,7 +183,8 @@ def _solve(conj, v, dom, conj_bounds, names, bounds):
         b1, b2 = (-r.max + a - 1) // a, (-r.min + a - 1) // a
     else:  # fails for v <= floor(r_min / -a), holds from floor(r_max / -a) + 1
         b1, b2 = r.min // -a + 1, r.max // -a + 1
-    return a > 0, simplify(b1, bounds), simplify(b2, bounds)
+    b1, b2 = simplify(b1, bounds), simplify(b2, bounds)
+    return None if max(node_count(b1), node_count(b2)) > _MAX_NODES else (a > 0, b1, b2)
 
 
 def _eliminate(body: Stmt, key: tuple, value: bool) -> Stmt:

@@ -32,9 +32,11 @@ def remove_no_op(stmt: Stmt) -> Stmt:
     Removed, bottom-up: loops of constant extent <= 0 or with an empty body; branches on a
     constant condition (the taken one stays) and empty branches; Evaluate of a constant;
     no-op members of a SeqStmt (which is flattened); self-assignments `A[i] = A[i]`;
-    Allocates whose buffer the body never touches; LetStmts whose variable is unused.
+    Allocates whose buffer the body never reads, with the stores to it (a producer left
+    without its consumer by loop partitioning); LetStmts whose variable is unused.
     Expressions have no side effects in this IR, so dropping the ones that go with a
-    removed statement (a let's value, a branch's condition) is safe.
+    removed statement (a let's value, a branch's condition) is safe. A statement with
+    nothing to remove comes back as the same object.
     """
     out = transform(stmt, _remove, pre=lambda n: n if isinstance(n, E.Expr) else None)
     return no_op() if is_no_op(out) else out
@@ -54,13 +56,29 @@ def _remove(s) -> Stmt | None:
             return None if other is s.else_case else IfThenElse(cond, then, other)
         case SeqStmt(seq=items):
             kept = [x for x in items if not is_no_op(x)]
+            if len(kept) == len(items) and not any(isinstance(x, SeqStmt) for x in items):
+                return None
             return seq(*kept) if kept else no_op()
         case Store(buffer=buf, index=idx, value=Load(buffer=src, index=src_idx)) \
                 if src is buf and equal(idx, src_idx):
             return no_op()
         case Allocate(buffer=buf, body=body) if not collect(
-                body, lambda n: isinstance(n, (Load, Store)) and n.buffer is buf):
-            return body
-        case LetStmt(var=var, body=body) if var not in free_vars(body):
+                body, lambda n: isinstance(n, Load) and n.buffer is buf):
+            return remove_no_op(_without_stores(body, buf))
+        case LetStmt(var=var, body=body) if not _reads(body, var):
             return body
     return None
+
+
+def _reads(body: Stmt, var: E.Var) -> bool:
+    """Whether `body` reads `var`: in an expression, or in the size of a buffer it
+    allocates (a Buffer is not an IR node, so free_vars does not look there)."""
+    return var in free_vars(body) or any(
+        var in free_vars(d) for a in collect(body, lambda n: isinstance(n, Allocate))
+        for d in a.buffer.shape)
+
+
+def _without_stores(body: Stmt, buf) -> Stmt:
+    """`body` with its stores to `buf` replaced by no_op()."""
+    return transform(body, lambda n: no_op() if isinstance(n, Store) and n.buffer is buf
+                     else None, pre=lambda n: n if isinstance(n, E.Expr) else None)

@@ -10,9 +10,12 @@ symbolic or too big) makes the outer loop ineligible, like TVM's normal_loop_dep
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..arith.simplify import simplify, simplify_stmt
-from ..ir.functor import children, substitute, transform
-from ..ir.stmt import SERIAL, UNROLLED, Evaluate, For, Stmt, Store, seq
+from ..ir.functor import children, free_vars, substitute, transform
+from ..ir.stmt import (SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Load, Stmt, Store,
+                       seq)
 from ..te import expr as E
 from .remove_no_op import no_op
 
@@ -34,23 +37,50 @@ def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True
 
     def post(n):
         match n:
-            case For(kind=kind) if kind in (SERIAL, UNROLLED):
-                extent = simplify(n.extent)
-                if not isinstance(extent, E.IntImm):
-                    return None
-                steps = _steps(n.body)
-                if kind == UNROLLED or (auto_max_step > 0 and steps is not None
-                                        and extent.value * steps <= auto_max_step):
+            case For(kind=kind, extent=extent) if kind in (SERIAL, UNROLLED):
+                extent = simplify(extent)
+                if isinstance(extent, E.IntImm) and (
+                        kind == UNROLLED or _small(n.body, extent.value, auto_max_step)):
                     return _unroll(n, extent.value)
         return None
 
     return transform(stmt, post, pre=lambda n: n if isinstance(n, E.Expr) else None)
 
 
+def bind(stmt: Stmt, var: E.Var, value: E.Expr) -> Stmt:
+    """`stmt` with `var` replaced by `value`, also in the sizes of the buffers it
+    allocates: a Buffer is not an IR node, so substitute() does not see its shape, and a
+    copy of a loop body must not allocate by the size of a variable no longer bound."""
+    def pre(n):
+        if isinstance(n, Allocate) and any(var in free_vars(d) for d in n.buffer.shape):
+            shape = tuple(simplify(substitute(d, {var: value})) for d in n.buffer.shape)
+            buf = dataclasses.replace(n.buffer, shape=shape)
+            return Allocate(buf, bind(_rebuffer(n.body, n.buffer, buf), var, value))
+        return None
+
+    return transform(stmt, lambda n: value if n is var else None, pre=pre)
+
+
+def _rebuffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
+    def post(n):
+        if isinstance(n, (Load, Store)) and n.buffer is old:
+            return dataclasses.replace(n, buffer=new)
+        return None
+
+    return transform(stmt, post)
+
+
 def _unroll(loop: For, extent: int) -> Stmt:
-    copies = [simplify_stmt(substitute(loop.body, {loop.loop_var: simplify(loop.min + k)}))
+    """The body once per iteration, the loop variable replaced by its value."""
+    copies = [simplify_stmt(bind(loop.body, loop.loop_var, simplify(loop.min + k)))
               for k in range(extent)]
     return seq(*copies) if copies else no_op()
+
+
+def _small(body: Stmt, extent: int, max_step: int) -> bool:
+    """Whether `extent` runs of `body` take at most `max_step` steps (0: never)."""
+    steps = _steps(body)
+    return max_step > 0 and steps is not None and extent * steps <= max_step
 
 
 def _steps(s: Stmt) -> int | None:

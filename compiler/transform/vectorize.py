@@ -96,6 +96,9 @@ class _Vectorizer:
                 t, f = self.expr(t), self.expr(f)
                 if _lanes(c) == 1 and _lanes(t) == _lanes(f) == 1:
                     return E.Select(c, t, f)
+                if _lanes(c) == 1:  # one condition for all lanes: codegen keeps it lazy
+                    return E.Select(c, _broadcast(t, self.n), _broadcast(f, self.n),
+                                    E.with_lanes(e.dtype, self.n))
                 return E.Select(_broadcast(c, self.n), _broadcast(t, self.n),
                                 _broadcast(f, self.n), E.with_lanes(e.dtype, self.n))
             case E.Call(name=name, args=args, dtype=dt):
