@@ -86,8 +86,7 @@ class _Partitioner:
             return None
         extent = simplify(end - start, bounds)
         if isinstance(extent, E.IntImm) and extent.value == 1 and not f.pragmas:
-            body = simplify_stmt(bind(body, f.loop_var, start), bounds)
-            return self.visit(remove_no_op(body), bounds)
+            return self.visit(remove_no_op(bind(body, f.loop_var, start)), bounds)
         return self.loop(For(f.loop_var, start, extent, f.kind, body, f.pragmas), bounds, tried)
 
     def guards(self, f: For, bounds: dict, tried: frozenset) -> dict:

@@ -54,7 +54,7 @@ def LoopPartition():
     """Split loops at the guards of non-divisible splits so the main body has none."""
     @prim_func_pass(opt_level=1, name="LoopPartition")
     def loop_partition_pass(func, mod, ctx):
-        return _with_body(func, loop_partition(func.body))
+        return _with_body(func, loop_partition(func.body, func.attrs.get("size_bounds")))
     return loop_partition_pass
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..arith.simplify import simplify, simplify_stmt
+from ..arith.simplify import simplify
 from ..ir.functor import children, free_vars, substitute, transform
 from ..ir.stmt import (SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Load, Stmt, Store,
                        seq)
@@ -48,17 +48,23 @@ def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True
 
 
 def bind(stmt: Stmt, var: E.Var, value: E.Expr) -> Stmt:
-    """`stmt` with `var` replaced by `value`, also in the sizes of the buffers it
-    allocates: a Buffer is not an IR node, so substitute() does not see its shape, and a
-    copy of a loop body must not allocate by the size of a variable no longer bound."""
+    """`stmt` with `var` replaced by `value`, simplifying the expressions that change
+    (only those: re-simplifying a whole body per copy costs more than the unrolling).
+
+    The sizes of the buffers it allocates change too: a Buffer is not an IR node, so
+    substitute() does not see its shape, and a copy of a loop body must not allocate by
+    the size of a variable no longer bound.
+    """
     def pre(n):
-        if isinstance(n, Allocate) and any(var in free_vars(d) for d in n.buffer.shape):
-            shape = tuple(simplify(substitute(d, {var: value})) for d in n.buffer.shape)
-            buf = dataclasses.replace(n.buffer, shape=shape)
-            return Allocate(buf, bind(_rebuffer(n.body, n.buffer, buf), var, value))
+        match n:
+            case E.Expr():
+                return simplify(substitute(n, {var: value})) if var in free_vars(n) else n
+            case Allocate(buffer=buf) if any(var in free_vars(d) for d in buf.shape):
+                new = dataclasses.replace(buf, shape=tuple(pre(d) for d in buf.shape))
+                return Allocate(new, bind(_rebuffer(n.body, buf, new), var, value))
         return None
 
-    return transform(stmt, lambda n: value if n is var else None, pre=pre)
+    return transform(stmt, lambda n: None, pre=pre)
 
 
 def _rebuffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
@@ -72,8 +78,7 @@ def _rebuffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
 
 def _unroll(loop: For, extent: int) -> Stmt:
     """The body once per iteration, the loop variable replaced by its value."""
-    copies = [simplify_stmt(bind(loop.body, loop.loop_var, simplify(loop.min + k)))
-              for k in range(extent)]
+    copies = [bind(loop.body, loop.loop_var, simplify(loop.min + k)) for k in range(extent)]
     return seq(*copies) if copies else no_op()
 
 
