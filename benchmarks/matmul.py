@@ -1,7 +1,7 @@
 """Matmul 1024^3 float32: our hand-written schedule (compiler/ops/gemm.py) against numpy.
 
 Prints, from one run: GFLOPS of our kernel and of numpy's default OpenBLAS (same
-process, same thread count, back to back), the ratio to numpy with
+process, same thread count, alternating blocks of runs), the ratio to numpy with
 OPENBLAS_CORETYPE=SKYLAKEX (its AVX-512 kernels; needs a fresh process, so it runs in a
 subprocess), our kernel on 2 threads against 1 thread, and the median build time
 (lower + passes + LLVM + JIT). Medians throughout: the machine is shared and noisy.
@@ -48,13 +48,13 @@ def numpy_seconds(n: int, repeat: int, coretype: str | None) -> float:
     return float(out.stdout.strip())
 
 
-def ours_seconds(n: int, cores: int, repeat: int, a, b) -> float:
-    s, args = packed_matmul(n, n, n)
-    f = compiler.build(s, args, target=f"llvm -num-cores={cores}")
+def build_checked(n: int, cores: int, a, b):
+    """Our kernel for `cores` threads, checked against numpy before it is timed."""
+    f = compiler.build(*packed_matmul(n, n, n), target=f"llvm -num-cores={cores}")
     c = np.empty((n, n), "float32")
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
-    return f.time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)(a, b, c).median
+    return f
 
 
 def main():
@@ -72,20 +72,22 @@ def main():
     c = np.empty((n, n), "float32")
     for _ in range(3):
         np.matmul(a, b, out=c)
-    ours, base = [], []
-    s, args = packed_matmul(n, n, n)
-    f = compiler.build(s, args, target=f"llvm -num-cores={cores}")
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
-    timer = f.time_evaluator(number=1, repeat=1, min_repeat_ms=50)
-    for _ in range(repeat):  # interleaved, so both see the same machine load
-        ours.append(timer(a, b, c).median)
-        t = time.perf_counter()
-        np.matmul(a, b, out=c)
-        base.append(time.perf_counter() - t)
-    ours_s, numpy_s = statistics.median(ours), statistics.median(base)
+    ours, base, single = [], [], []
+    timer = build_checked(n, cores, a, b).time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)
+    timer1 = build_checked(n, 1, a, b).time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)
+    for _ in range(3):
+        # Alternate blocks, so all three see the same machine load. OpenBLAS's threads
+        # keep spinning for a while after a call and would steal a core from our pool:
+        # let them go to sleep before timing ours.
+        time.sleep(0.5)
+        ours.extend(timer(a, b, c).results)
+        single.extend(timer1(a, b, c).results)
+        for _ in range(repeat):
+            t = time.perf_counter()
+            np.matmul(a, b, out=c)
+            base.append(time.perf_counter() - t)
+    ours_s, numpy_s, one_s = (statistics.median(x) for x in (ours, base, single))
     skx_s = numpy_seconds(n, repeat, "SKYLAKEX")
-    one_s = ours_seconds(n, 1, repeat, a, b)
 
     builds = []
     for _ in range(5):

@@ -2,7 +2,7 @@
 on CPU": B is packed into panels of `bn` columns so the inner loop reads it contiguously;
 each `bm x bn` tile of C is accumulated in a local buffer that, fully unrolled over rows
 and vectorized over columns, lives in vector registers for the whole k loop (bm * bn / 16
-zmm accumulators with AVX-512); the tiles run in parallel.
+zmm accumulators with AVX-512); the tiles run in parallel, a column panel at a time.
 
 The benchmarks and the code generation tests use it; the matmul template (issue 4)
 exposes the same structure as knobs.
@@ -26,7 +26,10 @@ def packed_matmul(M: int, N: int, K: int, bm: int = 8, bn: int = 32, kb: int = 4
     s = te.create_schedule(C.op)
     CC = s.cache_write(C, "local")
     mo, no, mi, ni = s[C].tile(C.op.axis[0], C.op.axis[1], bm, bn)
-    tiles = s[C].fuse(mo, no)
+    # Column panels outermost: consecutive tiles (and each thread's share of them)
+    # reuse one packed panel of B from cache while rows of A stream past it.
+    s[C].reorder(no, mo, mi, ni)
+    tiles = s[C].fuse(no, mo)
     s[C].parallel(tiles)
     s[C].unroll(mi)
     s[C].vectorize(ni)
