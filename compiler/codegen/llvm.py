@@ -20,7 +20,7 @@ import json
 from llvmlite import ir
 
 from ..errors import BuildError
-from ..ir.functor import collect, free_vars
+from ..ir.functor import collect
 from ..ir.stmt import (PARALLEL, Allocate, Broadcast, Evaluate, For, IfThenElse, LetStmt,
                        Load, PrimFunc, Ramp, SeqStmt, Store)
 from ..te import expr as E
