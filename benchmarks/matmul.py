@@ -1,7 +1,7 @@
 """Matmul 1024^3 float32: our hand-written schedule (compiler/ops/gemm.py) against numpy.
 
 Prints, from one run: GFLOPS of our kernel and of numpy's default OpenBLAS (same
-process, same thread count, alternating blocks of runs), the ratio to numpy with
+process, same thread count, in alternating short rounds), the ratio to numpy with
 OPENBLAS_CORETYPE=SKYLAKEX (its AVX-512 kernels; needs a fresh process, so it runs in a
 subprocess), our kernel on 2 threads against 1 thread, and the median build time
 (lower + passes + LLVM + JIT). Medians throughout: the machine is shared and noisy.
@@ -72,20 +72,24 @@ def main():
     c = np.empty((n, n), "float32")
     for _ in range(3):
         np.matmul(a, b, out=c)
-    ours, base, single = [], [], []
-    timer = build_checked(n, cores, a, b).time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)
-    timer1 = build_checked(n, 1, a, b).time_evaluator(number=1, repeat=repeat, min_repeat_ms=50)
-    for _ in range(3):
-        # Alternate blocks, so all three see the same machine load. OpenBLAS's threads
-        # keep spinning for a while after a call and would steal a core from our pool:
-        # let them go to sleep before timing ours.
-        time.sleep(0.5)
-        ours.extend(timer(a, b, c).results)
-        single.extend(timer1(a, b, c).results)
-        for _ in range(repeat):
+    ours, base, single, vs_numpy, scaling = [], [], [], [], []
+    timer = build_checked(n, cores, a, b).time_evaluator(number=1, repeat=1, min_repeat_ms=50)
+    timer1 = build_checked(n, 1, a, b).time_evaluator(number=1, repeat=1, min_repeat_ms=50)
+    for _ in range(repeat):
+        # Short rounds of ours, ours on 1 thread, numpy: this host's speed drifts over
+        # seconds, so ratios are taken within a round. OpenBLAS's threads keep spinning
+        # for a while after a call and would steal a core from our pool: let them sleep.
+        time.sleep(0.3)
+        ours.append(timer(a, b, c).median)
+        single.append(timer1(a, b, c).median)
+        runs = []
+        for _ in range(5):
             t = time.perf_counter()
             np.matmul(a, b, out=c)
-            base.append(time.perf_counter() - t)
+            runs.append(time.perf_counter() - t)
+        base.append(statistics.median(runs))
+        vs_numpy.append(base[-1] / ours[-1])
+        scaling.append(single[-1] / ours[-1])
     ours_s, numpy_s, one_s = (statistics.median(x) for x in (ours, base, single))
     skx_s = numpy_seconds(n, repeat, "SKYLAKEX")
 
@@ -98,10 +102,10 @@ def main():
 
     print(f"matmul {n}x{n}x{n} float32, {cores} threads, target {compiler.Target('llvm')}")
     print(f"  ours                         {gf(ours_s):7.1f} GFLOPS  ({ours_s * 1e3:.2f} ms)")
-    print(f"  numpy (OpenBLAS default)     {gf(numpy_s):7.1f} GFLOPS  ratio ours/numpy = {numpy_s / ours_s:.2f}")
+    print(f"  numpy (OpenBLAS default)     {gf(numpy_s):7.1f} GFLOPS  ratio ours/numpy = {statistics.median(vs_numpy):.2f} (median of per-round ratios)")
     print(f"  numpy (OPENBLAS_CORETYPE=SKYLAKEX, subprocess) {gf(skx_s):7.1f} GFLOPS  "
           f"ratio ours/numpy-avx512 = {skx_s / ours_s:.2f}")
-    print(f"  ours on 1 thread             {gf(one_s):7.1f} GFLOPS  scaling {cores} vs 1 thread = {one_s / ours_s:.2f}x")
+    print(f"  ours on 1 thread             {gf(one_s):7.1f} GFLOPS  scaling {cores} vs 1 thread = {statistics.median(scaling):.2f}x (median of per-round ratios)")
     print(f"  build time (lower + passes + LLVM + JIT): median {statistics.median(builds):.3f} s "
           f"(min {min(builds):.3f}, max {max(builds):.3f})")
 
