@@ -1,0 +1,159 @@
+"""The template registry: `@template(name)` registers `fn(cfg, *args) -> (schedule,
+tensors)`; `space(name, *args)` is its ConfigSpace for those arguments.
+
+A template's `version` is a short hash of its source, carried by every config made from
+it, so that records written for an older body of the template are recognised as stale.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import marshal
+import typing
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import SpaceError, did_you_mean
+from .config_space import ConfigSpace
+
+_TEMPLATES: dict[str, "Template"] = {}
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _source_version(fn: Callable) -> str:
+    """sha256 of the function's source, or of its code object when the source cannot be
+    read (a function made by exec); 12 hex digits."""
+    try:
+        data = inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        data = marshal.dumps(fn.__code__)
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def _plain(value):
+    """`value` as a workload argument: numbers, strings, None, and tuples of them (lists
+    become tuples), so that a workload is hashable and can be stored as JSON."""
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    raise TypeError
+
+
+def _fits(value, hint) -> bool:
+    """Whether `value` fits the parameter annotation `hint` (only plain types are checked)."""
+    kind = typing.get_origin(hint) or hint
+    if not isinstance(kind, type):
+        return True
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+@dataclass(frozen=True)
+class Template:
+    """A registered template: `fn(cfg, *args)` returns `(schedule, tensors)`.
+
+    signature: the parameters after `cfg`, as users pass them to instantiate / space.
+    version: the short source hash (see _source_version).
+    """
+    name: str
+    fn: Callable
+    signature: inspect.Signature
+    version: str
+    _spaces: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def bind(self, args: tuple) -> tuple:
+        """`args` checked against the signature and the plain-type annotations, defaults
+        filled in, lists made tuples: the arguments part of a workload."""
+        where = f"template {self.name!r}{self.signature}"
+        try:
+            bound = self.signature.bind(*args)
+        except TypeError as e:
+            raise SpaceError(f"{where}: {e}") from None
+        bound.apply_defaults()
+        try:
+            hints = typing.get_type_hints(self.fn)
+        except (NameError, TypeError, AttributeError):  # not evaluable: not ours to check
+            hints = {}
+        out = []
+        for pname, value in bound.arguments.items():
+            try:
+                value = _plain(value)
+            except TypeError:
+                raise SpaceError(f"{where}: argument {pname} must be a number, a string, "
+                                 f"None or a tuple of them (workloads are stored as JSON), "
+                                 f"got {value!r}") from None
+            if pname in hints and not _fits(value, hints[pname]):
+                raise SpaceError(f"{where}: argument {pname} must be "
+                                 f"{getattr(hints[pname], '__name__', hints[pname])}, "
+                                 f"got {value!r} ({type(value).__name__})")
+            out.append(value)
+        return tuple(out)
+
+    def run(self, cfg, args: tuple):
+        """Run the template with `cfg` (a ConfigSpace or a ConfigEntity) on bound `args`."""
+        result = self.fn(cfg, *args)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise SpaceError(f"template {self.name!r} must return (schedule, tensors), "
+                             f"got {result!r}")
+        return result
+
+    def space(self, args: tuple) -> ConfigSpace:
+        """The ConfigSpace for bound `args`, built once by running the template with it."""
+        if args not in self._spaces:
+            cs = ConfigSpace(self.name, args, self.version)
+            self.run(cs, args)
+            self._spaces[args] = cs.complete()
+        return self._spaces[args]
+
+
+def template(name: str):
+    """Decorator: register `fn(cfg, *args) -> (schedule, tensors)` as template `name`;
+    returns the Template (whose `.version` is the source hash).
+
+    The parameters after `cfg` must be positional; instantiate passes them in order.
+    Registering the same function again (a module reload) replaces it; another
+    function under a taken name is an error.
+    """
+    if not isinstance(name, str) or not name:
+        raise SpaceError(f"a template name must be a non-empty string, got {name!r}")
+
+    def register(fn: Callable) -> Template:
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                             for p in params):
+            raise SpaceError(f"template {name!r}: {fn.__qualname__} must take cfg and then "
+                             f"positional parameters only, got {inspect.signature(fn)}")
+        old = _TEMPLATES.get(name)
+        if old is not None and (old.fn.__module__, old.fn.__qualname__) != \
+                (fn.__module__, fn.__qualname__):
+            raise SpaceError(f"template {name!r} is already registered by "
+                             f"{old.fn.__module__}.{old.fn.__qualname__}")
+        tmpl = Template(name, fn, inspect.Signature(params[1:]), _source_version(fn))
+        _TEMPLATES[name] = tmpl
+        return tmpl
+
+    return register
+
+
+def get_template(name: str) -> Template:
+    """The template registered as `name`; a SpaceError with the nearest name otherwise."""
+    if name not in _TEMPLATES:
+        raise SpaceError(f"unknown template {name!r}{did_you_mean(str(name), _TEMPLATES)}")
+    return _TEMPLATES[name]
+
+
+def space(name: str, *args) -> ConfigSpace:
+    """The ConfigSpace of template `name` for `args` (the template runs in space-building
+    mode; its schedule is dropped)."""
+    tmpl = get_template(name)
+    return tmpl.space(tmpl.bind(args))
+
+
+def templates() -> dict[str, str]:
+    """Registered template names -> their argument signatures, e.g.
+    {"matmul": "(M: int, N: int, K: int, dtype: str = 'float32')"}."""
+    return {name: str(_TEMPLATES[name].signature) for name in sorted(_TEMPLATES)}

@@ -1,0 +1,78 @@
+"""The fallback config (search_spaces/fallback.py, ConfigSpace.fallback): heuristics
+over the shape, the template's fallback= overrides, and that it is a point of the space."""
+import pytest
+
+import search_spaces
+from search_spaces import (ConfigSpace, FallbackConfig, fallback_annotate, fallback_split,
+                           nearest_split, template)
+
+
+@pytest.mark.parametrize("extent, num_outputs, want", [
+    (64, 2, (-1, 16)),       # a vector register of float32
+    (8, 2, (-1, 8)),         # a short axis asks for itself
+    (64, 3, (-1, 4, 16)),    # a small block above the vector
+    (32, 3, (-1, 2, 16)),    # capped by what the vector leaves
+    (1024, 4, (-1, 4, 4, 16)),
+    (1, 3, (-1, 1, 1)),
+])
+def test_fallback_split_aims_at_a_vector_then_small_blocks(extent, num_outputs, want):
+    assert fallback_split(extent, num_outputs) == want
+
+
+def test_nearest_split_measures_in_log_scale_and_keeps_the_first_on_ties():
+    assert nearest_split([(-1, 12), (-1, 24)], (-1, 16)) == 0   # 16/12 < 24/16
+    assert nearest_split([(-1, 8), (-1, 32)], (-1, 16)) == 0    # a tie
+
+
+def test_fallback_annotate_vectorizes_the_innermost_only_when_offered():
+    assert fallback_annotate((("none", "unroll"), ("none", "unroll", "vec"))) == ("none", "vec")
+    assert fallback_annotate((("none", "unroll"), ("none", "unroll"))) == ("none", "none")
+
+
+def test_heuristic_fallbacks_differ_from_index_zero():
+    cs = ConfigSpace()
+    cs.define_split("tile_j", 48, num_outputs=3)
+    cs.define_reorder("order", ["a", "b", "c"])
+    cs.define_annotate("ann", ["a", "b"], policy="try_unroll_vec")
+    cs.define_knob("unroll", [0, 1])
+    fb = cs.fallback()
+    assert isinstance(fb, FallbackConfig) and fb.is_fallback
+    assert fb.to_json()["knobs"] == {"tile_j": [-1, 3, 16], "order": [0, 1, 2],
+                                     "ann": ["none", "vec"], "unroll": 0}
+    first = cs.get(0).to_json()["knobs"]
+    assert first["tile_j"] == [-1, 1, 1] and first["ann"] == ["none", "none"]
+    assert fb != cs.get(0) and fb == cs.get(fb.index)
+
+
+def test_template_fallbacks_override_the_heuristics():
+    cs = ConfigSpace()
+    cs.define_split("tile", 64, fallback=[-1, 8])
+    cs.define_reorder("order", ["a", "b"], fallback=[1, 0])
+    cs.define_annotate("ann", ["a", "b"], policy="try_unroll_vec", fallback=["unroll", "none"])
+    cs.define_knob("k", [0, 1, 2], fallback=2)
+    assert cs.fallback().to_json()["knobs"] == {
+        "tile": [-1, 8], "order": [1, 0], "ann": ["unroll", "none"], "k": 2}
+
+
+def test_reorder_fallback_is_the_first_candidate_without_the_identity():
+    cs = ConfigSpace()
+    cs.define_reorder("order", ["a", "b", "c"], policy="candidate",
+                      candidate=[[2, 0, 1], [0, 2, 1]])
+    assert cs.fallback()["order"].perm == (2, 0, 1)
+
+
+_seen = []
+
+
+@template("fallback_test_spy")
+def spy(cfg, n: int):
+    cfg.define_split("tile", n)
+    _seen.append(cfg)
+    return None, []
+
+
+def test_instantiate_without_a_context_uses_the_fallback():
+    search_spaces.instantiate("fallback_test_spy", 96)
+    used = _seen[-1]
+    assert isinstance(used, FallbackConfig) and used["tile"].size == (-1, 16)
+    assert used == search_spaces.space("fallback_test_spy", 96).fallback()
