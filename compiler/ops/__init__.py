@@ -1,1 +1,39 @@
-"""The operator inventory (compute definitions and schedules)."""
+"""The operator inventory (TOPI's role): numpy-style operators over te tensors, each a
+function from tensors and parameters to the output tensor, plus a default schedule.
+
+    import compiler
+    from compiler import ops, te
+    x = te.placeholder((1, 3, 32, 32), name="x")
+    w = te.placeholder((8, 3, 3, 3), name="w")
+    y = ops.relu(ops.conv2d_nchw(x, w, stride=1, padding=1))
+    s = ops.default_schedule(y)
+    f = compiler.build(s, [x, w, y])
+
+One module per family: elemwise, broadcast, reduction, softmax, matmul, pad, conv2d,
+depthwise_conv2d, pooling. Each operator declares its fusion pattern kind (pattern.py):
+`ops.pattern_of("conv2d_nchw")`, `ops.conv2d_nchw.pattern`, or `ops.pattern_kind(y)` for
+a tensor an operator produced. Bad shapes or parameters raise `ops.OpError` (a
+ValueError) naming the operator and the shapes; shape.py holds the checks they share,
+schedule.py the default schedule, gemm.py a hand-tuned GEMM schedule.
+"""
+from .broadcast import add, bias_add, divide, multiply, subtract
+from .conv2d import conv2d_nchw, conv2d_nhwc
+from .depthwise_conv2d import depthwise_conv2d_nchw
+from .elemwise import clip, exp, relu, sigmoid, tanh
+from .matmul import batch_matmul, dense, matmul
+from .pad import pad
+from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
+from .pooling import avg_pool2d, max_pool2d
+from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names, as ops.sum
+from .schedule import default_schedule
+from .shape import OpError
+from .softmax import softmax
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "bias_add",
+    "relu", "sigmoid", "tanh", "exp", "clip",
+    "sum", "max", "min", "mean", "softmax",
+    "matmul", "dense", "batch_matmul",
+    "pad", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d",
+    "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
+]

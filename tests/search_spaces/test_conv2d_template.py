@@ -1,0 +1,49 @@
+"""The `conv2d_nchw` template: every sampled point builds and matches numpy, odd shapes,
+strides and paddings included; the space is big enough to tune."""
+import numpy as np
+import pytest
+
+import compiler
+import search_spaces
+
+CASES = [(1, 3, 9, 9, 4, 3, 3, 1, 1), (2, 5, 7, 13, 6, 3, 2, 2, 1), (1, 8, 13, 7, 16, 1, 1, 1, 0),
+         (1, 4, 12, 12, 8, 5, 5, 2, 2)]
+
+
+def reference(d, w, stride, pad):
+    _, _, H, W = d.shape
+    _, _, R, S = w.shape
+    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    OH, OW = (H + 2 * pad - R) // stride + 1, (W + 2 * pad - S) // stride + 1
+    out = np.zeros((d.shape[0], w.shape[0], OH, OW))
+    for ry in range(R):
+        for rx in range(S):
+            patch = dp[:, :, ry:ry + stride * OH:stride, rx:rx + stride * OW:stride]
+            out += np.einsum("nchw,kc->nkhw", patch, w[:, :, ry, rx])
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("args", CASES, ids=lambda a: "-".join(map(str, a)))
+def test_sampled_configs_match_numpy(args):
+    N, C, H, W, K, R, S, stride, pad = args
+    space = search_spaces.space("conv2d_nchw", *args)
+    rng = np.random.default_rng(sum(args))
+    d = rng.random((N, C, H, W), dtype="float32")
+    w = rng.random((K, C, R, S), dtype="float32")
+    expected = reference(d.astype("float64"), w, stride, pad)
+    for cfg in space.sample(7, seed=sum(args)) + [space.fallback()]:
+        s, tensors = search_spaces.instantiate("conv2d_nchw", *args, config=cfg)
+        f = compiler.build(s, tensors)
+        out = np.full(expected.shape, np.nan, "float32")
+        f(d, w, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
+
+
+def test_space_size_for_resnet_layer():
+    assert len(search_spaces.space("conv2d_nchw", 1, 64, 56, 56, 64, 3, 3, 1, 1)) >= 10 ** 4
+
+
+def test_empty_output_is_a_clear_error():
+    with pytest.raises(ValueError, match="leaves no output of a 2x2 input"):
+        search_spaces.space("conv2d_nchw", 1, 1, 2, 2, 1, 3, 3, 1, 0)
