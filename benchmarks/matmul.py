@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -23,30 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import compiler  # noqa: E402
 from compiler.ops.gemm import packed_matmul  # noqa: E402
-
-NUMPY_SNIPPET = """
-import sys, time, statistics, numpy as np
-n, repeat = int(sys.argv[1]), int(sys.argv[2])
-a = np.random.rand(n, n).astype("float32"); b = np.random.rand(n, n).astype("float32")
-c = np.empty((n, n), "float32")
-for _ in range(3): np.matmul(a, b, out=c)
-ts = []
-for _ in range(repeat):
-    t = time.perf_counter(); np.matmul(a, b, out=c); ts.append(time.perf_counter() - t)
-print(statistics.median(ts))
-"""
-
-
-def numpy_seconds(n: int, repeat: int, coretype: str | None) -> float:
-    """Median seconds of numpy's matmul in a fresh process (OpenBLAS reads
-    OPENBLAS_CORETYPE once, when it loads)."""
-    env = dict(os.environ)
-    if coretype:
-        env["OPENBLAS_CORETYPE"] = coretype
-    out = subprocess.run([sys.executable, "-c", NUMPY_SNIPPET, str(n), str(repeat)],
-                         env=env, capture_output=True, text=True, check=True)
-    return float(out.stdout.strip())
-
+from benchmarks_common import numpy_matmul_seconds  # noqa: E402
 
 def build_checked(n: int, cores: int, a, b):
     """Our kernel for `cores` threads, checked against numpy before it is timed."""
@@ -91,7 +67,7 @@ def main():
         vs_numpy.append(base[-1] / ours[-1])
         scaling.append(single[-1] / ours[-1])
     ours_s, numpy_s, one_s = (statistics.median(x) for x in (ours, base, single))
-    skx_s = numpy_seconds(n, repeat, "SKYLAKEX")
+    skx_s = numpy_matmul_seconds(n, repeat, "SKYLAKEX")
 
     builds = []
     for _ in range(5):
