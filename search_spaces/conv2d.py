@@ -15,15 +15,31 @@ from compiler import te
 from .registry import template
 
 
+def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: int):
+    """(OH, OW) of a convolution; a clear error when nothing is left."""
+    OH = (H + 2 * padding - R) // stride + 1
+    OW = (W + 2 * padding - S) // stride + 1
+    if OH < 1 or OW < 1:
+        raise ValueError(f"{op}: a {R}x{S} kernel with stride {stride} and padding "
+                         f"{padding} leaves no output of a {H}x{W} input")
+    return OH, OW
+
+
+def padded_input(data, p: int):
+    """`data` with `p` zeros around its two last axes (read lazily: no out-of-bounds)."""
+    _, _, H, W = (d.value for d in data.shape)
+    return te.compute(
+        (data.shape[0], data.shape[1], H + 2 * p, W + 2 * p),
+        lambda n, c, y, x: te.if_then_else(te.all(y >= p, y < H + p, x >= p, x < W + p),
+                                           data[n, c, y - p, x - p], 0.0),
+        name="pad")
+
+
 @template("conv2d_nchw")
 def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                 stride: int = 1, padding: int = 0):
     """2-D convolution with zero padding; returns the schedule and [data, kernel, out]."""
-    OH = (H + 2 * padding - R) // stride + 1
-    OW = (W + 2 * padding - S) // stride + 1
-    if OH < 1 or OW < 1:
-        raise ValueError(f"conv2d_nchw: a {R}x{S} kernel with stride {stride} and padding "
-                         f"{padding} leaves no output of a {H}x{W} input")
+    OH, OW = output_size("conv2d_nchw", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
     cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= 8)
@@ -35,12 +51,7 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
 
-    p = padding
-    padded = te.compute(
-        (N, C, H + 2 * p, W + 2 * p),
-        lambda n, c, y, x: te.if_then_else(te.all(y >= p, y < H + p, x >= p, x < W + p),
-                                           data[n, c, y - p, x - p], 0.0),
-        name="pad")
+    padded = padded_input(data, padding)
     rc = te.reduce_axis((0, C), name="rc")
     ry = te.reduce_axis((0, R), name="ry")
     rx = te.reduce_axis((0, S), name="rx")

@@ -1,12 +1,17 @@
-"""The `matmul` template: C[M, N] = A[M, K] @ B[K, N], with the structure of the
-hand-written GEMM (compiler/ops/gemm.py) as knobs.
+"""The GEMM-shaped templates, with the structure of the hand-written GEMM
+(compiler/ops/gemm.py) as knobs:
+
+- `matmul(M, N, K)`: C[M, N] = A[M, K] @ B[K, N];
+- `dense_bias_relu(M, N, K)`: Y = relu(X @ W.T + b), one kernel;
+- `batch_matmul(batch, M, N, K)`: C[b] = A[b] @ B[b].
 
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
 that are unrolled) and a two-level tiling of the columns (`tile_y`: the inner part is the
 vector width of the accumulator tile), the reduction split (`tile_k`, its inner loop
-optionally unrolled), whether B is packed into column panels, whether column panels or
-row blocks are walked outermost, and how many outer loops are fused and run in parallel.
-The local accumulator is computed at the middle row loop, so it holds one register tile.
+optionally unrolled), whether the right operand is packed into column panels, whether
+column panels or row blocks are walked outermost, and how many outer loops are fused and
+run in parallel. The accumulator is computed at the middle row loop, so it holds one
+register tile; in dense_bias_relu the bias and relu are applied as the tile is stored.
 """
 from __future__ import annotations
 
@@ -18,11 +23,7 @@ MAX_REGISTER_ROWS = 16  # unrolled rows of the accumulator tile
 MAX_VECTOR = 64         # columns of the accumulator tile (4 zmm of float32)
 
 
-@template("matmul")
-def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
-    """C = A @ B; returns the schedule and [A, B, C]."""
-    A = te.placeholder((M, K), name="A", dtype=dtype)
-    B = te.placeholder((K, N), name="B", dtype=dtype)
+def _define_knobs(cfg, M: int, N: int, K: int) -> None:
     cfg.define_split("tile_x", M, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_REGISTER_ROWS)
     cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_VECTOR)
     cfg.define_split("tile_k", K, num_outputs=2, filter=lambda e: e.size[-1] <= 16)
@@ -31,41 +32,90 @@ def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     cfg.define_knob("unroll_k", [0, 1])
     cfg.define_knob("fuse_parallel", [2, 1])
 
-    bn = cfg["tile_y"].size[-1]
-    k = te.reduce_axis((0, K), name="k")
-    if cfg["pack_b"].val:
-        panels = (N + bn - 1) // bn
-        # The last panel may run past column N-1; it repeats that column instead, and
-        # C never reads those lanes, so the packing needs no condition.
-        packed = te.compute((panels, K, bn), lambda x, y, z: B[y, te.min(x * bn + z, N - 1)],
-                            name="packedB")
-        C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * packed[j // bn, k, j % bn], axis=k),
-                       name="C")
-    else:
-        packed = None
-        C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
 
+def _right_operand(cfg, K: int, N: int, load, batch: tuple = ()):
+    """`(packed stage or None, read(k, j, *b))`: the right operand element (k, j), from
+    `load(k, j, *b)` directly or from panels of `bn` columns packed so that the inner
+    loop reads them contiguously. A last panel past column N-1 repeats that column;
+    those lanes are never read back, so the packing needs no condition."""
+    bn = cfg["tile_y"].size[-1]
+    if not cfg["pack_b"].val:
+        return None, load
+    panels = (N + bn - 1) // bn
+    packed = te.compute((*[d for d in batch], panels, K, bn),
+                        lambda *i: load(i[-2], te.min(i[-3] * bn + i[-1], N - 1), *i[:-3]),
+                        name="packedB")
+    return packed, lambda k, j, *b: packed[(*b, j // bn, k, j % bn)]
+
+
+def _schedule(cfg, s, out, acc, packed, batch_axes=()) -> None:
+    """Tile `out`, compute the accumulator stage `acc` at the middle row loop, pack."""
+    *_, x, y = s[out].op.axis
+    xo, xm, xi = cfg["tile_x"].apply(s, out, x)
+    yo, yi = cfg["tile_y"].apply(s, out, y)
+    outer = [yo, xo] if cfg["panels_outer"].val else [xo, yo]
+    s[out].reorder(*batch_axes, *outer, xm, xi, yi)
+    fused = [*batch_axes, *outer][: len(batch_axes) + cfg["fuse_parallel"].val]
+    par = s[out].fuse(*fused) if len(fused) > 1 else fused[0]
+    s[out].parallel(par)
+    s[out].unroll(xi)
+    s[out].vectorize(yi)
+    s[acc].compute_at(s[out], xm)
+    *acc_batch, mc, nc = s[acc].op.axis
+    ko, ki = cfg["tile_k"].apply(s, acc, s[acc].op.reduce_axis[0])
+    s[acc].reorder(ko, ki, *acc_batch, mc, nc)
+    s[acc].unroll(mc)
+    s[acc].vectorize(nc)
+    if cfg["unroll_k"].val:
+        s[acc].unroll(ki)
+    if packed is not None:
+        *pb, x, _, z = s[packed].op.axis
+        s[packed].vectorize(z)
+        s[packed].parallel(s[packed].fuse(*pb, x) if pb else x)
+
+
+@template("matmul")
+def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
+    """C = A @ B; returns the schedule and [A, B, C]."""
+    A = te.placeholder((M, K), name="A", dtype=dtype)
+    B = te.placeholder((K, N), name="B", dtype=dtype)
+    _define_knobs(cfg, M, N, K)
+    packed, read_b = _right_operand(cfg, K, N, lambda k, j: B[k, j])
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * read_b(k, j), axis=k), name="C")
     s = te.create_schedule(C.op)
     CC = s.cache_write(C, "local")
-    xo, xm, xi = cfg["tile_x"].apply(s, C, C.op.axis[0])
-    yo, yi = cfg["tile_y"].apply(s, C, C.op.axis[1])
-    outer = [yo, xo] if cfg["panels_outer"].val else [xo, yo]
-    s[C].reorder(*outer, xm, xi, yi)
-    par = s[C].fuse(*outer) if cfg["fuse_parallel"].val == 2 else outer[0]
-    s[C].parallel(par)
-    s[C].unroll(xi)
-    s[C].vectorize(yi)
-    s[CC].compute_at(s[C], xm)
+    _schedule(cfg, s, C, CC, packed)
+    return s, [A, B, C]
 
-    mc, nc = s[CC].op.axis
-    ko, ki = cfg["tile_k"].apply(s, CC, s[CC].op.reduce_axis[0])
-    s[CC].reorder(ko, ki, mc, nc)
-    s[CC].unroll(mc)
-    s[CC].vectorize(nc)
-    if cfg["unroll_k"].val:
-        s[CC].unroll(ki)
-    if packed is not None:
-        x, _, z = s[packed].op.axis
-        s[packed].vectorize(z)
-        s[packed].parallel(x)
+
+@template("dense_bias_relu")
+def dense_bias_relu(cfg, M: int, N: int, K: int):
+    """Y = relu(X @ W.T + b) in one kernel; returns the schedule and [X, W, b, Y]."""
+    X = te.placeholder((M, K), name="X")
+    W = te.placeholder((N, K), name="W")
+    bias = te.placeholder((N,), name="b")
+    _define_knobs(cfg, M, N, K)
+    packed, read_w = _right_operand(cfg, K, N, lambda k, j: W[j, k])
+    k = te.reduce_axis((0, K), name="k")
+    D = te.compute((M, N), lambda i, j: te.sum(X[i, k] * read_w(k, j), axis=k), name="dense")
+    Y = te.compute((M, N), lambda i, j: te.max(D[i, j] + bias[j], 0.0), name="Y")
+    s = te.create_schedule(Y.op)
+    _schedule(cfg, s, Y, D, packed)
+    return s, [X, W, bias, Y]
+
+
+@template("batch_matmul")
+def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
+    """C[b] = A[b] @ B[b]; returns the schedule and [A, B, C]."""
+    A = te.placeholder((batch, M, K), name="A")
+    B = te.placeholder((batch, K, N), name="B")
+    _define_knobs(cfg, M, N, K)
+    packed, read_b = _right_operand(cfg, K, N, lambda k, j, b: B[b, k, j], batch=(batch,))
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((batch, M, N), lambda b, i, j: te.sum(A[b, i, k] * read_b(k, j, b), axis=k),
+                   name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    _schedule(cfg, s, C, CC, packed, batch_axes=(s[C].op.axis[0],))
     return s, [A, B, C]

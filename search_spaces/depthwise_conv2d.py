@@ -1,0 +1,65 @@
+"""The `depthwise_conv2d_nchw` template: out[n, c, y, x] = sum over (ry, rx) of
+pad(data)[n, c, y*stride + ry, x*stride + rx] * kernel[c, 0, ry, rx].
+
+Knobs: tiles of the channels (`tile_c`, the inner part unrolled in the register tile),
+of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part is the
+vector width), whether the kernel window's columns are unrolled, whether the padded
+input is a separate stage or inlined, and how many outer loops run in parallel. The
+local accumulator is computed at the row-tile loop.
+"""
+from __future__ import annotations
+
+from compiler import te
+
+from .conv2d import output_size, padded_input
+from .registry import template
+
+
+@template("depthwise_conv2d_nchw")
+def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
+                          stride: int = 1, padding: int = 0):
+    """Depthwise 2-D convolution, zero padding; returns the schedule and
+    [data, kernel, out]."""
+    OH, OW = output_size("depthwise_conv2d_nchw", H, W, R, S, stride, padding)
+    data = te.placeholder((N, C, H, W), name="data")
+    kernel = te.placeholder((C, 1, R, S), name="kernel")
+    cfg.define_split("tile_c", C, num_outputs=2, filter=lambda e: e.size[-1] <= 8)
+    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= 8)
+    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= 64)
+    cfg.define_knob("unroll_kw", [1, 0])
+    cfg.define_knob("pad_stage", [1, 0])
+    cfg.define_knob("fuse_parallel", [2, 1])
+
+    padded = padded_input(data, padding)
+    ry = te.reduce_axis((0, R), name="ry")
+    rx = te.reduce_axis((0, S), name="rx")
+    out = te.compute(
+        (N, C, OH, OW),
+        lambda n, c, y, x: te.sum(padded[n, c, y * stride + ry, x * stride + rx]
+                                  * kernel[c, 0, ry, rx], axis=[ry, rx]),
+        name="out")
+    s = te.create_schedule(out.op)
+    if cfg["pad_stage"].val:
+        n, c, y, x = s[padded].op.axis
+        s[padded].parallel(s[padded].fuse(n, c))
+    else:
+        s[padded].compute_inline()
+    OL = s.cache_write(out, "local")
+    n, c, y, x = s[out].op.axis
+    co, ci = cfg["tile_c"].apply(s, out, c)
+    yo, yi = cfg["tile_y"].apply(s, out, y)
+    xo, xi = cfg["tile_x"].apply(s, out, x)
+    s[out].reorder(n, co, yo, xo, yi, ci, xi)
+    par = s[out].fuse(n, co) if cfg["fuse_parallel"].val == 2 else n
+    s[out].parallel(par)
+    s[out].unroll(ci)
+    s[out].vectorize(xi)
+    s[OL].compute_at(s[out], yi)
+    on, oc, oy, ox = s[OL].op.axis
+    ry, rx = s[OL].op.reduce_axis
+    s[OL].reorder(ry, rx, on, oy, oc, ox)
+    s[OL].unroll(oc)
+    s[OL].vectorize(ox)
+    if cfg["unroll_kw"].val:
+        s[OL].unroll(rx)
+    return s, [data, kernel, out]

@@ -1,0 +1,68 @@
+"""dense_bias_relu, batch_matmul and depthwise_conv2d_nchw: every sampled point builds
+and matches numpy (seeded samples, odd shapes included), and the spaces are real."""
+import numpy as np
+import pytest
+
+import compiler
+import search_spaces
+
+
+def _run(name, args, seed, samples):
+    space = search_spaces.space(name, *args)
+    rng = np.random.default_rng(seed)
+    for cfg in space.sample(samples, seed=seed) + [space.fallback()]:
+        s, tensors = search_spaces.instantiate(name, *args, config=cfg)
+        f = compiler.build(s, tensors)
+        ins = [rng.uniform(-1, 1, [d.value for d in t.shape]).astype("float32") for t in tensors[:-1]]
+        out = np.full([d.value for d in tensors[-1].shape], np.nan, "float32")
+        f(*ins, out)
+        yield cfg, ins, out
+
+
+@pytest.mark.parametrize("args", [(37, 29, 13), (8, 64, 32), (7, 13, 100)])
+def test_dense_bias_relu(args):
+    for cfg, (x, w, b), y in _run("dense_bias_relu", args, sum(args), 10):
+        expected = np.maximum(x.astype("float64") @ w.T + b, 0)
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
+
+
+@pytest.mark.parametrize("args", [(3, 13, 20, 9), (2, 16, 32, 8), (1, 7, 13, 5)])
+def test_batch_matmul(args):
+    for cfg, (a, b), c in _run("batch_matmul", args, sum(args), 10):
+        np.testing.assert_allclose(c, a.astype("float64") @ b, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
+
+
+def _depthwise_reference(d, w, stride, pad):
+    _, _, H, W = d.shape
+    _, _, R, S = w.shape
+    dp = np.pad(d.astype("float64"), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    OH, OW = (H + 2 * pad - R) // stride + 1, (W + 2 * pad - S) // stride + 1
+    out = np.zeros((d.shape[0], d.shape[1], OH, OW))
+    for ry in range(R):
+        for rx in range(S):
+            out += dp[:, :, ry:ry + stride * OH:stride, rx:rx + stride * OW:stride] \
+                * w[None, :, 0, ry, rx, None, None]
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("args", [(1, 6, 9, 9, 3, 3, 1, 1), (2, 5, 13, 7, 3, 2, 2, 1),
+                                  (1, 16, 12, 12, 5, 5, 2, 2)])
+def test_depthwise_conv2d(args):
+    *_, stride, pad = args
+    for cfg, (d, w), out in _run("depthwise_conv2d_nchw", args, sum(args), 10):
+        np.testing.assert_allclose(out, _depthwise_reference(d, w, stride, pad), rtol=1e-4,
+                                   atol=1e-4, err_msg=str(cfg))
+
+
+def test_space_sizes():
+    assert len(search_spaces.space("dense_bias_relu", 1024, 1024, 1024)) >= 10 ** 4
+    assert len(search_spaces.space("batch_matmul", 8, 256, 256, 256)) >= 10 ** 3
+    assert len(search_spaces.space("depthwise_conv2d_nchw", 1, 64, 56, 56, 3, 3, 1, 1)) >= 10 ** 2
+
+
+def test_registered_templates():
+    names = search_spaces.templates()
+    for name in ("matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
+                 "depthwise_conv2d_nchw"):
+        assert name in names
