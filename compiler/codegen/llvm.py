@@ -300,8 +300,7 @@ class CodeGenLLVM:
         b = self.builder
         align = _elem_bytes(buf.dtype)
         if E.element(buf.dtype) == "bool":
-            value = b.zext(value, llvm_type(value.type is I1 and "int8" or
-                                            E.with_lanes("int8", E.lanes(idx.dtype))))
+            value = b.zext(value, llvm_type(E.with_lanes("int8", E.lanes(idx.dtype))))
         n = E.lanes(idx.dtype)
         if n == 1:
             b.store(value, self._ptr(buf, self.expr(idx)), align=align)
@@ -425,8 +424,8 @@ class CodeGenLLVM:
 
     def _select(self, c, t, f) -> ir.Value:
         b = self.builder
-        lazy = E.lanes(c.dtype) == 1 and collect(E.Add(t, f) if E.is_float(t.dtype) or E.is_int(t.dtype)
-                                                 else t, lambda n: isinstance(n, Load))
+        lazy = E.lanes(c.dtype) == 1 and any(collect(x, lambda n: isinstance(n, Load))
+                                             for x in (t, f))
         if not lazy:
             return b.select(self.expr(c), self.expr(t), self.expr(f))
         # Only the chosen branch runs, so a guarded out-of-bounds read (padding) is safe.

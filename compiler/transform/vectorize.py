@@ -158,7 +158,9 @@ def _vectorize_loop(loop: For):
     ext = simplify(loop.extent)
     if not isinstance(ext, E.IntImm):
         raise _Refuse(f"its extent {ext} is not a constant")
-    if ext.value <= 1:
+    if ext.value <= 0:
+        return Evaluate(E.const(0))
+    if ext.value == 1:
         return substitute(loop.body, {loop.loop_var: loop.min})
     if collect(loop.body, lambda x: isinstance(x, E.Expr) and E.lanes(x.dtype) > 1):
         raise _Refuse("its body is already vectorized (nested vectorized loops)")
