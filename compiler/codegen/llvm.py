@@ -226,7 +226,22 @@ class CodeGenLLVM:
         end = b.select(b.icmp_signed("<", end, extent), end, extent)
         count = b.sub(end, begin)
         count = b.select(b.icmp_signed("<", count, ir.Constant(ty, 0)), ir.Constant(ty, 0), count)
-        self._loop(loop.loop_var, b.add(self._int_as(self.expr(loop.min), ty), begin), count, loop.body)
+        start = b.add(self._int_as(self.expr(loop.min), ty), begin)
+        # The chunk runs in a function of its own whose buffer arguments are noalias, as
+        # in the function the loop came from: pointers loaded from the closure carry no
+        # aliasing facts, and without them LLVM keeps every access in memory. It is
+        # inlined into the task, where the facts survive as alias scopes.
+        chunk_fn = ir.Function(self.module, ir.FunctionType(I32, [v.type for v in values] + [ty, ty]),
+                               name=f"{self.fname}_par{self._outlined}_chunk")
+        chunk_fn.linkage = "internal"
+        chunk_fn.attributes.add("alwaysinline")
+        for arg in chunk_fn.args[len(used_vars):len(values)]:
+            arg.add_attribute("noalias")
+        b.ret(b.call(chunk_fn, [*loaded, start, count]))
+        self._begin(chunk_fn)
+        self.env = dict(zip(used_vars, chunk_fn.args))
+        self.bufs = dict(zip(used_bufs, chunk_fn.args[len(used_vars):len(values)]))
+        self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], loop.body)
         self.builder.ret(I32(0))
         self.in_parallel = False
         self.fn, self.entry, self.builder, self.env, self.bufs = outer
