@@ -20,43 +20,10 @@ import pytest
 import compiler
 from compiler import te
 from compiler.transform import VectorizeWarning
-from lower_check import matmul, mats
+from build_check import check_build, randn, unwritten
+from lower_check import matmul
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
-
-
-def unwritten(want: np.ndarray, dtype=None) -> np.ndarray:
-    """An output array of `dtype` (default: want's) that differs from `want` everywhere,
-    so an element the kernel never writes fails the comparison."""
-    dtype = np.dtype(dtype or want.dtype)
-    if dtype.kind == "f":
-        return np.full(want.shape, np.nan, dtype=dtype)
-    want = want.astype(dtype)
-    if dtype == np.bool_:
-        return ~want
-    return want - np.ones((), dtype=dtype)  # wraps at the minimum, still differs
-
-
-def check_build(s, args, inputs, expected, rtol=1e-5, atol=1e-6, note="", target="llvm"):
-    """Build `s` over `args`, call it on `inputs` + fresh outputs, compare with `expected`
-    (one array per output argument, the args after the inputs). Returns the Module."""
-    f = compiler.build(s, args, target=target)
-    outs = [unwritten(np.asarray(e), t.dtype) for e, t in zip(expected, args[len(inputs):])]
-    f(*inputs, *outs)
-    try:
-        for got, want in zip(outs, expected):
-            if got.dtype.kind == "f":
-                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-            else:
-                np.testing.assert_array_equal(got, want)
-    except AssertionError as err:
-        raise AssertionError(f"{note}\n{compiler.lower(s, args)}\n{err}") from None
-    return f
-
-
-def randn(seed, *shape, dtype="float32"):
-    """Standard normal data of `shape`, reproducible from `seed`."""
-    return mats(np.random.default_rng(seed), shape, dtype=dtype)[0]
 
 
 # --------------------------------------------------------------------------- elementwise

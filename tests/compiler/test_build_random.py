@@ -16,7 +16,7 @@ import pytest
 import compiler
 from compiler import te
 from lower_check import Log, mats, matmul, rand_factor, random_reorder, random_split
-from test_build import check_build
+from build_check import check_build
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
 

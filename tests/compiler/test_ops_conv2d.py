@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from compiler import ops, te
-from test_build import check_build, randn
+from build_check import check_build, randn
 
 pytestmark = pytest.mark.filterwarnings("error::compiler.transform.VectorizeWarning")
 

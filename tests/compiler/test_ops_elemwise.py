@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from compiler import ops, te
-from test_build import check_build, randn
+from build_check import check_build, randn
 
 # The default schedule vectorizes only where it can: a refused loop is a bug here.
 pytestmark = pytest.mark.filterwarnings("error::compiler.transform.VectorizeWarning")

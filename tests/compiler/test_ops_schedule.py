@@ -10,7 +10,7 @@ import compiler
 from compiler import ops, te
 from compiler.ir.stmt import PARALLEL, VECTORIZED
 from compiler.target import Target
-from test_build import check_build, randn, unwritten
+from build_check import check_build, randn, unwritten
 
 pytestmark = pytest.mark.filterwarnings("error::compiler.transform.VectorizeWarning")
 

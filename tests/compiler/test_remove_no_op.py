@@ -13,7 +13,7 @@ from compiler.ir.stmt import (SERIAL, Allocate, Buffer, Evaluate, For, IfThenEls
 from compiler.te import expr as E
 from compiler.transform.remove_no_op import is_no_op, no_op, remove_no_op
 from lower_check import Log, random_reorder, random_split
-from test_loop_partition import assert_same_results, nan, vec
+from pass_check import assert_same_results, nan, vec
 
 A = Buffer("A", "int32", (E.const(16),))
 T = Buffer("T", "int32", (E.const(4),))

@@ -16,7 +16,7 @@ from compiler.te import expr as E
 from compiler.transform.loop_partition import loop_partition
 from compiler.transform.unroll import unroll_loop
 from lower_check import Log, random_annotate, random_reorder, random_split
-from test_loop_partition import assert_same_results, chain, nan, vec
+from pass_check import assert_same_results, chain, nan, vec
 
 A_BUF = Buffer("A", "int32", (E.const(64),))
 i, j = E.Var("i"), E.Var("j")
