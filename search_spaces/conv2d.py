@@ -1,16 +1,16 @@
-"""The `conv2d_nchw` template: out[n, f, y, x] = sum over (c, ry, rx) of
-pad(data)[n, c, y*stride + ry, x*stride + rx] * kernel[f, c, ry, rx].
+"""The `conv2d_nchw` template: compiler.ops.conv2d_nchw (zero padding as a stage of its
+own) with a schedule whose knobs are below.
 
 Knobs: tiles of the output channels (`tile_f`, the inner part unrolled in the register
 tile), of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part
 is the vector width), the split of the input channels (`tile_c`), whether the kernel
-window's loops run outside or inside the channel blocks, whether its columns are unrolled, whether the padded input is a separate stage or inlined
-into the convolution, and how many outer loops are fused and run in parallel. The local
+window's loops run outside or inside the channel blocks, whether its columns are
+unrolled, whether the padded input is a separate stage or inlined into the convolution, and how many outer loops are fused and run in parallel. The local
 accumulator is computed at the column-tile loop.
 """
 from __future__ import annotations
 
-from compiler import te
+from compiler import ops, te
 
 from .registry import template
 
@@ -25,14 +25,17 @@ def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: i
     return OH, OW
 
 
-def padded_input(data, p: int):
-    """`data` with `p` zeros around its two last axes (read lazily: no out-of-bounds)."""
-    _, _, H, W = (d.value for d in data.shape)
-    return te.compute(
-        (data.shape[0], data.shape[1], H + 2 * p, W + 2 * p),
-        lambda n, c, y, x: te.if_then_else(te.all(y >= p, y < H + p, x >= p, x < W + p),
-                                           data[n, c, y - p, x - p], 0.0),
-        name="pad")
+def schedule_padding(cfg, s, out) -> None:
+    """The `pad_stage` knob: the padded input that compiler.ops made for `out` (if the
+    padding is not zero) is computed as a stage of its own, in parallel, or inlined."""
+    padded = next((t for t in out.op.input_tensors() if t.op.name == "pad"), None)
+    if padded is None:
+        return
+    if cfg["pad_stage"].val:
+        n, c, _, _ = s[padded].op.axis
+        s[padded].parallel(s[padded].fuse(n, c))
+    else:
+        s[padded].compute_inline()
 
 
 @template("conv2d_nchw")
@@ -51,23 +54,9 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
 
-    padded = padded_input(data, padding)
-    rc = te.reduce_axis((0, C), name="rc")
-    ry = te.reduce_axis((0, R), name="ry")
-    rx = te.reduce_axis((0, S), name="rx")
-    out = te.compute(
-        (N, K, OH, OW),
-        lambda n, f, y, x: te.sum(padded[n, rc, y * stride + ry, x * stride + rx]
-                                  * kernel[f, rc, ry, rx], axis=[rc, ry, rx]),
-        name="out")
-
+    out = ops.conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
-    if cfg["pad_stage"].val:
-        n, c, y, x = s[padded].op.axis
-        s[padded].parallel(s[padded].fuse(n, c))
-        s[padded].vectorize(x)
-    else:
-        s[padded].compute_inline()
+    schedule_padding(cfg, s, out)
     OL = s.cache_write(out, "local")
     n, f, y, x = s[out].op.axis
     fo, fi = cfg["tile_f"].apply(s, out, f)

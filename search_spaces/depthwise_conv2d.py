@@ -1,5 +1,5 @@
-"""The `depthwise_conv2d_nchw` template: out[n, c, y, x] = sum over (ry, rx) of
-pad(data)[n, c, y*stride + ry, x*stride + rx] * kernel[c, 0, ry, rx].
+"""The `depthwise_conv2d_nchw` template: compiler.ops.depthwise_conv2d_nchw (channel
+multiplier 1, zero padding as a stage of its own) with a schedule whose knobs are below.
 
 Knobs: tiles of the channels (`tile_c`, the inner part unrolled in the register tile),
 of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part is the
@@ -9,9 +9,9 @@ local accumulator is computed at the row-tile loop.
 """
 from __future__ import annotations
 
-from compiler import te
+from compiler import ops, te
 
-from .conv2d import output_size, padded_input
+from .conv2d import output_size, schedule_padding
 from .registry import template
 
 
@@ -30,20 +30,9 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
 
-    padded = padded_input(data, padding)
-    ry = te.reduce_axis((0, R), name="ry")
-    rx = te.reduce_axis((0, S), name="rx")
-    out = te.compute(
-        (N, C, OH, OW),
-        lambda n, c, y, x: te.sum(padded[n, c, y * stride + ry, x * stride + rx]
-                                  * kernel[c, 0, ry, rx], axis=[ry, rx]),
-        name="out")
+    out = ops.depthwise_conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
-    if cfg["pad_stage"].val:
-        n, c, y, x = s[padded].op.axis
-        s[padded].parallel(s[padded].fuse(n, c))
-    else:
-        s[padded].compute_inline()
+    schedule_padding(cfg, s, out)
     OL = s.cache_write(out, "local")
     n, c, y, x = s[out].op.axis
     co, ci = cfg["tile_c"].apply(s, out, c)
