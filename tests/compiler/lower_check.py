@@ -113,7 +113,7 @@ def mats(rng_np, *shapes, dtype="float32"):
     return [rng_np.standard_normal(sh).astype(dtype) for sh in shapes]
 
 
-def matmul(M, N, K):
+def matmul(M=8, N=6, K=5):
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
     k = te.reduce_axis((0, K), name="k")
