@@ -7,13 +7,16 @@ strings are, so a target can key tuning records.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
 _OPTIONS = ("mcpu", "mtriple", "mattr", "num-cores")
 
 
+@functools.lru_cache(maxsize=None)
 def _host_features() -> str:
+    """LLVM's feature string of the host CPU, asked once per process."""
     import llvmlite.binding as llvm
     return llvm.get_host_cpu_features().flatten()
 

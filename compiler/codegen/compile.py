@@ -92,8 +92,9 @@ def compile_module(mod, target: Target, entry: str = "main"):
         ref.verify()
     except RuntimeError as err:
         raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
-    optimize(ref, target_machine(target))
-    return Module.from_llvm(ref, target, loop_ir=str(mod))
+    tm = target_machine(target)
+    optimize(ref, tm)
+    return Module.from_llvm(ref, target, loop_ir=str(mod), tm=tm)
 
 
 __all__ = ["compile_module", "generate_llvm", "optimize", "target_machine"]

@@ -9,6 +9,7 @@ symbolic sizes), through ctypes, which releases the GIL for the call.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import shutil
@@ -37,7 +38,13 @@ def _dim(d, sizes: dict) -> int:
         return d
     if isinstance(d, str):
         return sizes[d]
-    return eval(d["expr"], {"__builtins__": {}}, {**_SHAPE_FUNCS, **sizes})
+    return eval(_compiled(d["expr"]), {"__builtins__": {}}, {**_SHAPE_FUNCS, **sizes})
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(text: str):
+    """A shape expression compiled once, not on every call of the module."""
+    return compile(text, "<shape>", "eval")
 
 
 @dataclass(frozen=True)
@@ -82,12 +89,14 @@ class Module:
         self._loop_ir = loop_ir
 
     @classmethod
-    def from_llvm(cls, ref: llvm.ModuleRef, target, loop_ir: str | None = None) -> Module:
+    def from_llvm(cls, ref: llvm.ModuleRef, target, loop_ir: str | None = None,
+                  tm: llvm.TargetMachine | None = None) -> Module:
         """JIT-compile an optimized LLVM module (from codegen) and load it; `loop_ir` is
-        the text of the loop IR it was generated from, for get_source("ir")."""
+        the text of the loop IR it was generated from, for get_source("ir"); `tm` the
+        target machine it was optimized with (the engine takes it over)."""
         native.ensure_loaded()
         from ..codegen.compile import target_machine
-        engine = llvm.create_mcjit_compiler(ref, target_machine(target))
+        engine = llvm.create_mcjit_compiler(ref, tm or target_machine(target))
         engine.finalize_object()
         meta = json.loads(_META(engine.get_function_address("autosched_module_meta"))())
         address = engine.get_function_address(meta["entry"] + "_packed")
