@@ -9,10 +9,10 @@ native code through LLVM, and the runtime module.
     f(a, b, c)
 """
 from . import runtime, te, transform
-from .build import build, lower
+from .build import build, build_object, lower
 from .errors import BuildError, LowerError, ScheduleError
 from .schedule.bound import infer_bound
 from .target import Target
 
-__all__ = ["te", "transform", "runtime", "lower", "build", "infer_bound", "Target",
+__all__ = ["te", "transform", "runtime", "lower", "build", "build_object", "infer_bound", "Target",
            "ScheduleError", "LowerError", "BuildError"]

@@ -64,6 +64,17 @@ def build(sch: Schedule, args, target="llvm", name: str = "main"):
     """
     from .codegen.compile import compile_module
     target = Target(target)
-    func = lower(sch, args, name)
-    mod = build_pipeline()(IRModule.from_func(func))
-    return compile_module(mod, target, entry=name)
+    return compile_module(_built_ir(sch, args, name), target, entry=name)
+
+
+def _built_ir(sch: Schedule, args, name: str) -> IRModule:
+    """The IRModule after lowering and the build pipeline (what code generation sees)."""
+    return build_pipeline()(IRModule.from_func(lower(sch, args, name)))
+
+
+def build_object(sch: Schedule, args, target="llvm", name: str = "main") -> bytes:
+    """Compile like build(), but return the target's object code instead of loading it:
+    bytes that another process (a tuner's timing host) loads with
+    compiler.runtime.load_object(data, target) to get the same runtime.Module."""
+    from .codegen.compile import compile_object
+    return compile_object(_built_ir(sch, args, name), Target(target), entry=name)

@@ -83,9 +83,8 @@ def generate_llvm(mod, target: Target, entry: str) -> str:
     return str(cg.module)
 
 
-def compile_module(mod, target: Target, entry: str = "main"):
-    """Generate, verify, optimize and JIT-compile `mod`; returns a runtime.Module."""
-    from ..runtime.module import Module
+def _optimized(mod, target: Target, entry: str):
+    """The verified, O3-optimized LLVM module of `mod`, and the target machine used."""
     text = generate_llvm(mod, target, entry)
     try:
         ref = llvm.parse_assembly(text)
@@ -94,7 +93,21 @@ def compile_module(mod, target: Target, entry: str = "main"):
         raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
     tm = target_machine(target)
     optimize(ref, tm)
+    return ref, tm
+
+
+def compile_module(mod, target: Target, entry: str = "main"):
+    """Generate, verify, optimize and JIT-compile `mod`; returns a runtime.Module."""
+    from ..runtime.module import Module
+    ref, tm = _optimized(mod, target, entry)
     return Module.from_llvm(ref, target, loop_ir=str(mod), tm=tm)
 
 
-__all__ = ["compile_module", "generate_llvm", "optimize", "target_machine"]
+def compile_object(mod, target: Target, entry: str = "main") -> bytes:
+    """Generate, verify and optimize `mod` and return the target's object code: what a
+    tuner's build workers send to the host that times it (runtime.load_object)."""
+    ref, tm = _optimized(mod, target, entry)
+    return tm.emit_object(ref)
+
+
+__all__ = ["compile_module", "compile_object", "generate_llvm", "optimize", "target_machine"]

@@ -102,6 +102,28 @@ class Module:
         address = engine.get_function_address(meta["entry"] + "_packed")
         return cls(meta, address, (engine, ref), str(ref), target, loop_ir)
 
+    @classmethod
+    def from_object(cls, data: bytes, target) -> Module:
+        """Load object code made by compiler.build_object (possibly in another process):
+        MCJIT links it against the native runtime of this process."""
+        if bytes(data[:4]) != b"\x7fELF":  # LLVM would crash on bytes it cannot parse
+            raise ValueError("cannot load the object code: not an ELF object file")
+        native.ensure_loaded()
+        from ..codegen.compile import target_machine
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(target))
+        try:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(data)))
+            engine.finalize_object()
+        except RuntimeError as err:
+            raise ValueError(f"cannot load the object code: {err}") from None
+        meta_fn = engine.get_function_address("autosched_module_meta")
+        if not meta_fn:
+            raise ValueError("the object code was not made by compiler.build_object "
+                             "(it has no autosched_module_meta)")
+        meta = json.loads(_META(meta_fn)())
+        address = engine.get_function_address(meta["entry"] + "_packed")
+        return cls(meta, address, (engine,), target=target)
+
     # ------------------------------------------------------------------ calling
 
     def _pack(self, arrays) -> np.ndarray:
@@ -219,6 +241,12 @@ class Module:
         return "so"
 
 
+def load_object(data: bytes, target="llvm") -> Module:
+    """Load object code from compiler.build_object() for `target` (a Target or string)."""
+    from ..target import Target
+    return Module.from_object(data, Target(target))
+
+
 def load(path) -> Module:
     """Load a module written by Module.export(): a shared library or LLVM bitcode."""
     path = os.path.abspath(os.fspath(path))
@@ -236,4 +264,4 @@ def load(path) -> Module:
     raise ValueError(f"{path} is neither a shared library nor LLVM bitcode written by export()")
 
 
-__all__ = ["Module", "ProfileResult", "load"]
+__all__ = ["Module", "ProfileResult", "load", "load_object"]
