@@ -7,8 +7,13 @@ is the vector width), the split of the input channels (`tile_c`), whether the ke
 window's loops run outside or inside the channel blocks, whether its columns are
 unrolled, whether the padded input is a separate stage or inlined into the convolution, and how many outer loops are fused and run in parallel. The local
 accumulator is computed at the column-tile loop.
+
+The numpy reference sums, over the R*S kernel positions, one tensordot of the strided
+window of the padded input with that kernel column: fast enough for ResNet layers.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from compiler import ops, te
 
@@ -25,6 +30,18 @@ def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: i
     return OH, OW
 
 
+def kernel_windows(op: str, data, R: int, S: int, stride: int, padding: int):
+    """For each kernel position (r, s): `(r, s, window)`, where `window` is the
+    [N, C, OH, OW] slice of the zero-padded `data` (in float64) that the kernel element
+    (r, s) multiplies, for numpy references of window operators."""
+    OH, OW = output_size(op, data.shape[2], data.shape[3], R, S, stride, padding)
+    pad = (padding, padding)
+    padded = np.pad(data.astype("float64"), ((0, 0), (0, 0), pad, pad))
+    for r in range(R):
+        for s in range(S):
+            yield r, s, padded[:, :, r:r + stride * OH:stride, s:s + stride * OW:stride]
+
+
 def schedule_padding(cfg, s, out) -> None:
     """The `pad_stage` knob: the padded input that compiler.ops made for `out` (if the
     padding is not zero) is computed as a stage of its own, in parallel, or inlined."""
@@ -38,7 +55,16 @@ def schedule_padding(cfg, s, out) -> None:
         s[padded].compute_inline()
 
 
-@template("conv2d_nchw")
+def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
+    """numpy `conv2d_nchw`: out[n, k, y, x] = sum over c, r, s of
+    padded[n, c, y * stride + r, x * stride + s] * kernel[k, c, r, s]."""
+    data, kernel = inputs
+    out = sum(np.tensordot(window, kernel[:, :, r, s], axes=([1], [1]))  # [N, OH, OW, K]
+              for r, s, window in kernel_windows("conv2d_nchw", data, R, S, stride, padding))
+    return out.transpose(0, 3, 1, 2).astype("float32")
+
+
+@template("conv2d_nchw", reference=conv2d_nchw_reference)
 def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                 stride: int = 1, padding: int = 0):
     """2-D convolution with zero padding; returns the schedule and [data, kernel, out]."""

@@ -11,11 +11,21 @@ from __future__ import annotations
 
 from compiler import ops, te
 
-from .conv2d import output_size, schedule_padding
+from .conv2d import kernel_windows, output_size, schedule_padding
 from .registry import template
 
 
-@template("depthwise_conv2d_nchw")
+def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
+    """numpy `depthwise_conv2d_nchw`: out[n, c, y, x] = sum over r, s of
+    padded[n, c, y * stride + r, x * stride + s] * kernel[c, 0, r, s]."""
+    data, kernel = inputs
+    out = sum(window * kernel[:, 0, r, s][None, :, None, None]
+              for r, s, window in kernel_windows("depthwise_conv2d_nchw", data, R, S, stride,
+                                                 padding))
+    return out.astype("float32")
+
+
+@template("depthwise_conv2d_nchw", reference=depthwise_conv2d_nchw_reference)
 def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                           stride: int = 1, padding: int = 0):
     """Depthwise 2-D convolution, zero padding; returns the schedule and

@@ -12,8 +12,12 @@ optionally unrolled), whether the right operand is packed into column panels, wh
 column panels or row blocks are walked outermost, and how many outer loops are fused and
 run in parallel. The accumulator is computed at the middle row loop, so it holds one
 register tile; in dense_bias_relu the bias and relu are applied as the tile is stored.
+
+Each template names its numpy reference (accumulating in float64), written above it.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from compiler import te
 
@@ -74,7 +78,13 @@ def _schedule(cfg, s, out, acc, packed, batch_axes=()) -> None:
         s[packed].parallel(s[packed].fuse(*pb, x) if pb else x)
 
 
-@template("matmul")
+def matmul_reference(inputs, M, N, K, dtype):
+    """numpy `matmul`: A @ B."""
+    A, B = inputs
+    return (A.astype("float64") @ B).astype(dtype)
+
+
+@template("matmul", reference=matmul_reference)
 def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     """C = A @ B; returns the schedule and [A, B, C]."""
     A = te.placeholder((M, K), name="A", dtype=dtype)
@@ -89,7 +99,13 @@ def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     return s, [A, B, C]
 
 
-@template("dense_bias_relu")
+def dense_bias_relu_reference(inputs, M, N, K):
+    """numpy `dense_bias_relu`: relu(X @ W.T + b)."""
+    X, W, bias = inputs
+    return np.maximum(X.astype("float64") @ W.T + bias, 0).astype("float32")
+
+
+@template("dense_bias_relu", reference=dense_bias_relu_reference)
 def dense_bias_relu(cfg, M: int, N: int, K: int):
     """Y = relu(X @ W.T + b) in one kernel; returns the schedule and [X, W, b, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -105,7 +121,13 @@ def dense_bias_relu(cfg, M: int, N: int, K: int):
     return s, [X, W, bias, Y]
 
 
-@template("batch_matmul")
+def batch_matmul_reference(inputs, batch, M, N, K):
+    """numpy `batch_matmul`: A[b] @ B[b] for every b."""
+    A, B = inputs
+    return (A.astype("float64") @ B).astype("float32")
+
+
+@template("batch_matmul", reference=batch_matmul_reference)
 def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b]; returns the schedule and [A, B, C]."""
     A = te.placeholder((batch, M, K), name="A")

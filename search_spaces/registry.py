@@ -1,6 +1,10 @@
 """The template registry: `@template(name)` registers `fn(cfg, *args) -> (schedule,
 tensors)`; `space(name, *args)` is its ConfigSpace for those arguments.
 
+`@template(name, reference=ref)` also names a numpy reference `ref(inputs, *args)` for
+what the template computes, so that a tuner can check a measured config's output
+against it without knowing the operator (`Template.reference_outputs`).
+
 A template's `version` is a short hash of its source, carried by every config made from
 it, so that records written for an older body of the template are recognised as stale.
 """
@@ -12,6 +16,8 @@ import marshal
 import typing
 from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
 
 from .errors import SpaceError, did_you_mean
 from .config_space import ConfigSpace
@@ -58,11 +64,13 @@ class Template:
 
     signature: the parameters after `cfg`, as users pass them to instantiate / space.
     version: the short source hash (see _source_version).
+    reference: `reference(inputs, *args)`, the expected output(s) in numpy, or None.
     """
     name: str
     fn: Callable
     signature: inspect.Signature
     version: str
+    reference: Callable | None = field(default=None, compare=False)
     _spaces: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, args: tuple) -> tuple:
@@ -109,10 +117,24 @@ class Template:
             self._spaces[args] = cs.complete()
         return self._spaces[args]
 
+    def reference_outputs(self, args: tuple, inputs: list) -> list[np.ndarray]:
+        """The expected outputs for bound `args` and the numpy `inputs` (in the order the
+        template returns its input tensors), always as a list, one array per output."""
+        if self.reference is None:
+            raise SpaceError(f"template {self.name!r} has no numpy reference; register it "
+                             f"with @template({self.name!r}, reference=...)")
+        result = self.reference(list(inputs), *args)
+        outputs = result if isinstance(result, (list, tuple)) else [result]
+        return [np.asarray(out) for out in outputs]
 
-def template(name: str):
+
+def template(name: str, reference: Callable | None = None):
     """Decorator: register `fn(cfg, *args) -> (schedule, tensors)` as template `name`;
     returns the Template (whose `.version` is the source hash).
+
+    reference: optional `reference(inputs, *args)`: from the numpy inputs (in the order
+    of the template's input tensors) and the bound arguments (defaults filled in), the
+    expected output array, or a list of them for several outputs. Default None.
 
     The parameters after `cfg` must be positional; instantiate passes them in order.
     Registering the same function again (a module reload) replaces it; another
@@ -120,6 +142,9 @@ def template(name: str):
     """
     if not isinstance(name, str) or not name:
         raise SpaceError(f"a template name must be a non-empty string, got {name!r}")
+    if reference is not None and not callable(reference):
+        raise SpaceError(f"template {name!r}: reference must be a function "
+                         f"reference(inputs, *args), got {reference!r}")
 
     def register(fn: Callable) -> Template:
         params = list(inspect.signature(fn).parameters.values())
@@ -132,7 +157,8 @@ def template(name: str):
                 (fn.__module__, fn.__qualname__):
             raise SpaceError(f"template {name!r} is already registered by "
                              f"{old.fn.__module__}.{old.fn.__qualname__}")
-        tmpl = Template(name, fn, inspect.Signature(params[1:]), _source_version(fn))
+        tmpl = Template(name, fn, inspect.Signature(params[1:]), _source_version(fn),
+                        reference)
         _TEMPLATES[name] = tmpl
         return tmpl
 

@@ -1,0 +1,80 @@
+"""The floating-point operation count of a compute, as autotvm's `compute_flop`: the
+work a measured time is divided by to report GFLOPS, so it must not depend on the
+schedule, only on what the tensor expressions say.
+
+Each operation of the graph counts once. A placeholder costs nothing. A compute costs
+the float operations of its body once per output element; a reduction inside it costs
+its source's operations plus its combine (one add for a sum) once per point of its
+reduce axes. Integer arithmetic is not counted: it is addressing (indices, the bounds
+tests of a padding stage), not the work the operator is asked to do.
+"""
+from __future__ import annotations
+
+from compiler.ir.functor import children
+from compiler.te.expr import (Add, And, Call, CmpOp, Div, Expr, IntImm, Max, Min, Mul, Or,
+                              Select, Sub, is_float)
+from compiler.te.reduce import Reduce
+from compiler.te.tensor import ComputeOp, ProducerLoad, Tensor
+
+_ARITHMETIC = (Add, Sub, Mul, Div, Min, Max, Call)
+
+
+def compute_flop(outputs: list[Tensor]) -> int:
+    """The number of floating-point operations that compute `outputs` (te Tensors) from
+    their placeholders; a matmul of M x K by K x N gives 2 * M * N * K.
+
+    Placeholders among `outputs` count 0, so a template's whole tensor list may be
+    passed. Raises ValueError naming the tensor when a shape or a reduce axis is not a
+    constant.
+    """
+    total, seen = 0, set()
+    stack = [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        if isinstance(op, ComputeOp):
+            elements = _constant_product([iv.dom.extent for iv in op.axis],
+                                         f"tensor {op.name} has the symbolic shape")
+            total += elements * _float_ops(op.body, op.name)
+            stack.extend(t.op for t in op.input_tensors())
+    return total
+
+
+def _float_ops(e: Expr, tensor: str) -> int:
+    """Float operations to evaluate `e` once (a reduction: all of its points)."""
+    match e:
+        case ProducerLoad():
+            return 0  # its indices are integers
+        case Reduce(combiner=combiner, source=source, axis=axes, condition=condition):
+            points = _constant_product([iv.dom.extent for iv in axes],
+                                       f"a reduction of tensor {tensor} has the symbolic extents")
+            per_point = _float_ops(source, tensor) + _float_ops(combiner.result, tensor)
+            if condition is not None:
+                per_point += _float_ops(condition, tensor)
+            return points * per_point
+        case Select(condition=condition, true_value=t, false_value=f):
+            # only the chosen branch runs; autotvm counts the costlier one
+            return _float_ops(condition, tensor) + max(_float_ops(t, tensor),
+                                                       _float_ops(f, tensor))
+        case _:
+            return _own_op(e) + sum(_float_ops(c, tensor) for c in children(e))
+
+
+def _own_op(e: Expr) -> int:
+    """1 when `e` itself is a float operation (its operands not included), else 0."""
+    if isinstance(e, CmpOp):
+        return int(not isinstance(e, (And, Or)) and is_float(e.a.dtype))
+    return int(isinstance(e, _ARITHMETIC) and is_float(e.dtype))
+
+
+def _constant_product(extents: list[Expr], what: str) -> int:
+    """The product of `extents`; a ValueError saying `what` when one is not a constant."""
+    if not all(isinstance(x, IntImm) for x in extents):
+        raise ValueError(f"compute_flop: {what} ({', '.join(map(str, extents))}); "
+                         f"counting operations needs constant sizes")
+    product = 1
+    for x in extents:
+        product *= x.value
+    return product
