@@ -1,0 +1,172 @@
+"""Runner: loads a candidate's object code, checks its outputs against numpy, times it.
+
+One Runner lives in one Ray actor per timing host (see measurer.py) and measures one
+candidate at a time. Per task it keeps seeded random inputs and the expected outputs,
+computed once: from the template's numpy reference when it names one, else from the
+same compute built with no schedule transformations.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import numpy as np
+
+import compiler
+from compiler import te
+
+from .builder import error_message
+from .measure import MeasureErrorNo
+from .task import Task
+
+SEED = 0
+RTOL = 1e-3  # float32 sums in another order than numpy's differ by far less
+
+
+def _shape(tensor) -> tuple:
+    return tuple(int(getattr(d, "value", d)) for d in tensor.shape)
+
+
+def random_inputs(tensors, seed: int = SEED) -> list[np.ndarray]:
+    """Seeded arrays for `tensors`: floats in [-1, 1), small integers, random booleans."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for t in tensors:
+        shape, dtype = _shape(t), np.dtype(t.dtype)
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(-1, 1, shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(rng.random(shape) < 0.5)
+        else:
+            arrays.append(rng.integers(-8, 8, shape).astype(dtype))
+    return arrays
+
+
+def unwritten(tensor) -> np.ndarray:
+    """An output array whose every element is wrong until the kernel writes it."""
+    shape, dtype = _shape(tensor), np.dtype(tensor.dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype)
+    return np.full(shape, 1 if dtype.kind == "b" else np.iinfo(dtype).min, dtype)
+
+
+def expected_outputs(task: Task, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The template's numpy reference on `inputs`; without one, the compute built with a
+    default schedule (every stage at the root, loops in axis order)."""
+    if task.template.reference is not None:
+        return [np.asarray(o) for o in task.template.reference_outputs(task.args, inputs)]
+    ins, outs = task.tensors()
+    plain = compiler.build(te.create_schedule([t.op for t in outs]), [*ins, *outs],
+                           target=task.target)
+    arrays = [unwritten(t) for t in outs]
+    plain(*inputs, *arrays)
+    return arrays
+
+
+def mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
+    """None when `got` matches `want`; else what differs, for the error message."""
+    if got.dtype.kind == "f":
+        atol = RTOL * max(1.0, float(np.nanmax(np.abs(want), initial=0.0)))
+        bad = ~np.isclose(got, want, rtol=RTOL, atol=atol, equal_nan=True)
+    else:
+        bad = got != want
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (f"{int(bad.sum())} of {bad.size} elements differ; first at {where}: "
+            f"got {got[where]}, expected {want[where]}")
+
+
+class Runner:
+    """Measures candidates of any task on this host; see `run`."""
+
+    def __init__(self):
+        self._data: dict = {}    # task key -> (inputs, output tensors, expected or None)
+        self._flush_buffer = None
+        node = ""
+        import ray
+        if ray.is_initialized():  # in an actor: name the node too (a cluster's may share hosts)
+            node = "/" + ray.get_runtime_context().get_node_id()[:8]
+        self.host = socket.gethostname() + node
+
+    def ready(self) -> str:
+        """Load the native runtime (its thread pool) before the first timing; the host."""
+        compiler.runtime.native.ensure_loaded()
+        return self.host
+
+    def _task_data(self, task: Task, check: bool):
+        key = (task.workload_key, str(task.target), check)
+        if key not in self._data:
+            ins, outs = task.tensors()
+            inputs = random_inputs(ins)
+            self._data[key] = (inputs, outs, expected_outputs(task, inputs) if check else None)
+        return self._data[key]
+
+    def _flush(self) -> None:
+        """Evict the caches by writing a buffer twice the size of the last-level cache."""
+        if self._flush_buffer is None:
+            self._flush_buffer = np.empty(2 * _llc_bytes() // 8, np.float64)
+        self._flush_buffer.fill(1.0)
+
+    def run(self, spec: dict, obj: bytes, options: dict) -> dict:
+        """Load `obj` (object code of a candidate of task `spec`), verify it when
+        options["check_correctness"], then time it with options number, repeat,
+        min_repeat_ms, cooldown_ms and flush_cache. Returns {"error_no", "error_msg",
+        "costs", "run_time", "verify_time", "host"}."""
+        start = time.perf_counter()
+        out = {"error_no": int(MeasureErrorNo.NO_ERROR), "error_msg": "", "costs": [],
+               "verify_time": 0.0, "host": self.host}
+
+        def done(code=MeasureErrorNo.NO_ERROR, msg=""):
+            out.update(error_no=int(code), error_msg=msg, run_time=time.perf_counter() - start)
+            return out
+
+        task = Task.from_spec(spec)
+        check = options.get("check_correctness", True)
+        inputs, out_tensors, expected = self._task_data(task, check)
+        outputs = [unwritten(t) for t in out_tensors]
+        try:
+            f = compiler.runtime.load_object(obj, task.target)
+        except Exception as err:  # noqa: BLE001
+            return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
+        if check:
+            verify_start = time.perf_counter()
+            try:
+                f(*inputs, *outputs)
+            except Exception as err:  # noqa: BLE001
+                return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
+            for tensor, got, want in zip(out_tensors, outputs, expected):
+                problem = mismatch(got, want)
+                if problem:
+                    return done(MeasureErrorNo.WRONG_ANSWER, f"output {tensor.name}: {problem}")
+            out["verify_time"] = time.perf_counter() - verify_start
+        timer = f.time_evaluator(number=options["number"],
+                                 repeat=1 if options.get("flush_cache") else options["repeat"],
+                                 min_repeat_ms=options["min_repeat_ms"],
+                                 cooldown_ms=options.get("cooldown_ms", 0))
+        try:
+            if options.get("flush_cache"):
+                for _ in range(options["repeat"]):
+                    self._flush()
+                    out["costs"] += list(timer(*inputs, *outputs).results)
+            else:
+                out["costs"] = list(timer(*inputs, *outputs).results)
+        except Exception as err:  # noqa: BLE001
+            return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
+        return done()
+
+
+def _llc_bytes() -> int:
+    """The size of this CPU's last-level cache (64 MiB when the OS does not say)."""
+    sizes = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in os.listdir(base) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, entry, "size")) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KMG")) * scale)
+    return max(sizes, default=64 << 20)
