@@ -28,18 +28,22 @@ class Measurer:
     address: None for an embedded local Ray (started on demand), "auto" or "host:port"
         to join a cluster.
     n_parallel: builds at a time (default: the cluster's CPUs).
-    number, repeat, min_repeat_ms, cooldown_ms: as TVM's time_evaluator; flush_cache
-        evicts the caches before each repeat.
+    number, repeat, min_repeat_ms, cooldown_ms: as TVM's time_evaluator (the defaults
+        are MetaSchedule's: one measurement of at least 100 ms); flush_cache evicts the
+        caches before each repeat.
     build_timeout, run_timeout: seconds before a build task or a run is killed.
     check_correctness: compare every candidate's outputs with the numpy reference
-        before timing it.
+        (the outputs of the calls that are timed: no call of its own).
+    early_cutoff: a candidate whose first run takes more than `early_cutoff` times the
+        best mean cost measured for its task so far is not timed further; its cost is
+        that one run (it cannot be among the best). None times every candidate fully.
     """
 
     def __init__(self, address: str | None = None, n_parallel: int | None = None,
-                 number: int = 1, repeat: int = 3, min_repeat_ms: int = 100,
+                 number: int = 1, repeat: int = 1, min_repeat_ms: int = 100,
                  cooldown_ms: int = 0, flush_cache: bool = False,
                  build_timeout: float = 30.0, run_timeout: float = 30.0,
-                 check_correctness: bool = True):
+                 check_correctness: bool = True, early_cutoff: float | None = 10.0):
         for name, value, least in (("number", number, 1), ("repeat", repeat, 1),
                                    ("min_repeat_ms", min_repeat_ms, 0),
                                    ("cooldown_ms", cooldown_ms, 0)):
@@ -49,6 +53,10 @@ class Measurer:
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"Measurer: {name} must be a positive number of seconds, "
                                  f"got {value!r}")
+        if early_cutoff is not None and (not isinstance(early_cutoff, (int, float))
+                                         or early_cutoff < 1):
+            raise ValueError(f"Measurer: early_cutoff must be None or a number >= 1, "
+                             f"got {early_cutoff!r}")
         if n_parallel is not None and (not isinstance(n_parallel, int) or n_parallel < 1):
             raise ValueError(f"Measurer: n_parallel must be a positive integer, got {n_parallel!r}")
         self.address = address
@@ -58,8 +66,12 @@ class Measurer:
                         "check_correctness": bool(check_correctness)}
         self.build_timeout = float(build_timeout)
         self.run_timeout = float(run_timeout)
+        self.early_cutoff = early_cutoff
+        self._best: dict = {}  # task -> best mean cost measured by this Measurer
         self._runners: dict = {}  # timing resource -> runner actor
         self._build_task = None
+        # wall seconds spent in each phase, and candidates measured, since construction
+        self.stats = {"build_s": 0.0, "run_s": 0.0, "candidates": 0}
 
     # ------------------------------------------------------------------ lifetime
 
@@ -94,9 +106,15 @@ class Measurer:
             self.start()
         for target in {str(inp.task.target): inp.task.target for inp in inputs}.values():
             self._runner(target)  # a cluster that cannot time them fails before any build
+        start = time.perf_counter()
         built = self._build_all(inputs)
-        return [self._run(inp, b) if b["error_no"] == MeasureErrorNo.NO_ERROR else _failed(b)
-                for inp, b in zip(inputs, built)]
+        built_at = time.perf_counter()
+        results = [self._run(inp, b) if b["error_no"] == MeasureErrorNo.NO_ERROR else _failed(b)
+                   for inp, b in zip(inputs, built)]
+        self.stats["build_s"] += built_at - start
+        self.stats["run_s"] += time.perf_counter() - built_at
+        self.stats["candidates"] += len(inputs)
+        return results
 
     def _build_all(self, inputs: list[MeasureInput]) -> list[dict]:
         """Build results in input order: n_parallel Ray tasks at a time, each cancelled
@@ -150,7 +168,10 @@ class Measurer:
         from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
         runner = self._runner(inp.task.target)
         start = time.monotonic()
-        ref = runner.run.remote(inp.task.spec(), built["object"], self.options)
+        options = dict(self.options)
+        if self.early_cutoff is not None and inp.task in self._best:
+            options["cutoff_s"] = self.early_cutoff * self._best[inp.task]
+        ref = runner.run.remote(inp.task.spec(), built["object"], options)
         code, msg, out = MeasureErrorNo.NO_ERROR, "", {}
         try:
             out = ray.get(ref, timeout=self.run_timeout)
@@ -165,10 +186,13 @@ class Measurer:
             msg = f"the runner process died running this candidate (a crash): {_first_line(err)}"
         except RayTaskError as err:
             code, msg = MeasureErrorNo.UNKNOWN, _first_line(err)
-        return MeasureResult(tuple(out.get("costs", ())), code, msg, built["build_time"],
-                             time.time(), out.get("host", ""),
-                             out.get("run_time", time.monotonic() - start),
-                             out.get("verify_time", 0.0))
+        result = MeasureResult(tuple(out.get("costs", ())), code, msg, built["build_time"],
+                               time.time(), out.get("host", ""),
+                               out.get("run_time", time.monotonic() - start),
+                               out.get("verify_time", 0.0))
+        if result.ok:
+            self._best[inp.task] = min(result.mean_cost, self._best.get(inp.task, result.mean_cost))
+        return result
 
     def _replace(self, target, kill: bool = False) -> None:
         """Forget (and kill) the runner of `target`; the next run starts a new one."""

@@ -41,6 +41,9 @@ def connect(address: str | None = None) -> bool:
         quiet = {"include_dashboard": False, "logging_level": logging.ERROR,
                  "log_to_driver": False}
         if address is None:
+            # Ray starts workers at niceness 15 so that its own daemons come first; a
+            # runner timing at that priority loses the core to any of them.
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(num_cpus=len(os.sched_getaffinity(0)),
                      resources={timing_resource(Target("llvm")): 1}, **quiet)
         else:

@@ -7,6 +7,7 @@ same compute built with no schedule transformations.
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -22,6 +23,9 @@ from .task import Task
 
 SEED = 0
 RTOL = 1e-3  # float32 sums in another order than numpy's differ by far less
+# A first call shorter than this is never cut off: a tiny kernel's first call is many
+# times slower than the rest (cold caches and code, page faults) and timing it is cheap.
+CUTOFF_FLOOR_S = 0.01
 
 
 def _shape(tensor) -> tuple:
@@ -109,11 +113,36 @@ class Runner:
             self._flush_buffer = np.empty(2 * _llc_bytes() // 8, np.float64)
         self._flush_buffer.fill(1.0)
 
+    def _time(self, f, arrays: list, options: dict) -> list[float]:
+        """Seconds per call, one per repeat, as time_evaluator measures them. The first
+        call is the warm-up (and the run whose outputs are checked). When it took longer
+        than options["cutoff_s"] (and CUTOFF_FLOOR_S), the candidate cannot be among the
+        best: its cost is that one call. With flush_cache the caches are evicted before each repeat."""
+        start = time.perf_counter()
+        f(*arrays)
+        first = time.perf_counter() - start
+        cutoff = options.get("cutoff_s")
+        if cutoff is not None and first > max(cutoff, CUTOFF_FLOOR_S):
+            return [first]
+        # min_repeat_ms raises `number` until a measurement lasts that long; starting from
+        # what the first call suggests saves the measurements that would be too short.
+        number = max(options["number"], int(options["min_repeat_ms"] / 1e3 / max(first, 1e-9)))
+        timer = functools.partial(f.time_evaluator, number=min(number, 1 << 30),
+                                  min_repeat_ms=options["min_repeat_ms"],
+                                  cooldown_ms=options.get("cooldown_ms", 0), warmup=False)
+        if not options.get("flush_cache"):
+            return list(timer(repeat=options["repeat"])(*arrays).results)
+        costs = []
+        for _ in range(options["repeat"]):
+            self._flush()
+            costs += timer(repeat=1)(*arrays).results
+        return costs
+
     def run(self, spec: dict, obj: bytes, options: dict) -> dict:
-        """Load `obj` (object code of a candidate of task `spec`), verify it when
-        options["check_correctness"], then time it with options number, repeat,
-        min_repeat_ms, cooldown_ms and flush_cache. Returns {"error_no", "error_msg",
-        "costs", "run_time", "verify_time", "host"}."""
+        """Load `obj` (object code of a candidate of task `spec`), time it with options
+        number, repeat, min_repeat_ms, cooldown_ms and flush_cache, and check the outputs
+        of those calls when options["check_correctness"] (the check adds no call of its
+        own). Returns {"error_no", "error_msg", "costs", "run_time", "verify_time", "host"}."""
         start = time.perf_counter()
         out = {"error_no": int(MeasureErrorNo.NO_ERROR), "error_msg": "", "costs": [],
                "verify_time": 0.0, "host": self.host}
@@ -130,30 +159,18 @@ class Runner:
             f = compiler.runtime.load_object(obj, task.target)
         except Exception as err:  # noqa: BLE001
             return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
-        if check:
+        try:
+            out["costs"] = self._time(f, [*inputs, *outputs], options)
+        except Exception as err:  # noqa: BLE001
+            return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
+        if check:  # every call writes the same outputs; a correct kernel is idempotent
             verify_start = time.perf_counter()
-            try:
-                f(*inputs, *outputs)
-            except Exception as err:  # noqa: BLE001
-                return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
             for tensor, got, want in zip(out_tensors, outputs, expected):
                 problem = mismatch(got, want)
                 if problem:
+                    out["costs"] = []
                     return done(MeasureErrorNo.WRONG_ANSWER, f"output {tensor.name}: {problem}")
             out["verify_time"] = time.perf_counter() - verify_start
-        timer = f.time_evaluator(number=options["number"],
-                                 repeat=1 if options.get("flush_cache") else options["repeat"],
-                                 min_repeat_ms=options["min_repeat_ms"],
-                                 cooldown_ms=options.get("cooldown_ms", 0))
-        try:
-            if options.get("flush_cache"):
-                for _ in range(options["repeat"]):
-                    self._flush()
-                    out["costs"] += list(timer(*inputs, *outputs).results)
-            else:
-                out["costs"] = list(timer(*inputs, *outputs).results)
-        except Exception as err:  # noqa: BLE001
-            return done(MeasureErrorNo.RUNTIME_ERROR, error_message(err))
         return done()
 
 

@@ -106,8 +106,9 @@ class Module:
     def from_object(cls, data: bytes, target) -> Module:
         """Load object code made by compiler.build_object (possibly in another process):
         MCJIT links it against the native runtime of this process."""
-        if bytes(data[:4]) != b"\x7fELF":  # LLVM would crash on bytes it cannot parse
-            raise ValueError("cannot load the object code: not an ELF object file")
+        problem = _elf_problem(bytes(data))
+        if problem:  # LLVM crashes on object files it cannot parse, rather than failing
+            raise ValueError(f"cannot load the object code: {problem}")
         native.ensure_loaded()
         from ..codegen.compile import target_machine
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(target))
@@ -171,13 +172,13 @@ class Module:
                                + (" (out of memory)" if rc == -1 else ""))
 
     def time_evaluator(self, number: int = 10, repeat: int = 1, min_repeat_ms: int = 0,
-                       cooldown_ms: int = 0):
+                       cooldown_ms: int = 0, warmup: bool = True):
         """A function that times this module on given arrays, in native code.
 
         Each of `repeat` measurements runs the function `number` times (raised until one
-        measurement takes at least `min_repeat_ms`) after one warm-up call, and records
-        seconds per call; `cooldown_ms` sleeps between measurements. Returns a
-        ProfileResult with .mean, .median and .results.
+        measurement takes at least `min_repeat_ms`) after one warm-up call (none with
+        warmup=False), and records seconds per call; `cooldown_ms` sleeps between
+        measurements. Returns a ProfileResult with .mean, .median and .results.
         """
         for knob, value, least in (("number", number, 1), ("repeat", repeat, 1),
                                    ("min_repeat_ms", min_repeat_ms, 0), ("cooldown_ms", cooldown_ms, 0)):
@@ -187,7 +188,7 @@ class Module:
         def evaluate(*arrays) -> ProfileResult:
             packed = self._pack(arrays)
             results = native.time_native(self._address, packed.ctypes.data, number, repeat,
-                                         min_repeat_ms, cooldown_ms)
+                                         min_repeat_ms, cooldown_ms, warmup)
             return ProfileResult(tuple(results))
         return evaluate
 
@@ -239,6 +240,20 @@ class Module:
             if done.returncode != 0:
                 raise RuntimeError(f"linking {path} with {cc} failed:\n{done.stderr}")
         return "so"
+
+
+def _elf_problem(data: bytes) -> str | None:
+    """Why `data` is not a whole 64-bit little-endian relocatable ELF file (what
+    build_object makes on x86-64 Linux), or None."""
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        return "not an ELF object file"
+    if data[4] != 2 or data[5] != 1 or int.from_bytes(data[16:18], "little") != 1:
+        return "not a 64-bit little-endian relocatable ELF object"
+    shoff = int.from_bytes(data[40:48], "little")
+    shentsize, shnum = (int.from_bytes(data[i:i + 2], "little") for i in (58, 60))
+    if shentsize != 64 or shoff + shentsize * shnum > len(data):
+        return "a truncated or damaged ELF object (its section table lies outside the file)"
+    return None
 
 
 def load_object(data: bytes, target="llvm") -> Module:

@@ -20,7 +20,7 @@ _IR_PATH = Path(__file__).with_name("runtime.ll")
 
 _TIME_PROTO = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-    ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_double))
+    ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_double), ctypes.c_int32)
 
 _load_lock = threading.Lock()
 _symbols: dict[str, int] | None = None
@@ -78,10 +78,10 @@ def ensure_loaded() -> dict[str, int]:
 
 
 def time_native(fn_address: int, args_address: int, number: int, repeat: int,
-                min_repeat_ms: int, cooldown_ms: int = 0) -> list[float]:
+                min_repeat_ms: int, cooldown_ms: int = 0, warmup: bool = True) -> list[float]:
     """Time the kernel at `fn_address` (an `i32 (ptr args)`) with `autosched_time`.
 
-    Follows TVM's time_evaluator: one warm-up call, then `repeat` measurements of
+    Follows TVM's time_evaluator: one warm-up call (skipped when not `warmup`), then `repeat` measurements of
     `number` calls each; a measurement shorter than `min_repeat_ms` is redone with a
     larger number, kept for later repeats.  `cooldown_ms` (default 0) is slept between
     repeats.  `args_address` points at the kernel's packed i64 arguments.  Returns
@@ -96,7 +96,7 @@ def time_native(fn_address: int, args_address: int, number: int, repeat: int,
     time_fn = _TIME_PROTO(ensure_loaded()["autosched_time"])
     results = (ctypes.c_double * repeat)()
     code = time_fn(fn_address, args_address, number, repeat, min_repeat_ms, cooldown_ms,
-                   results)
+                   results, int(warmup))
     if code != 0:
         raise RuntimeError(f"kernel at {fn_address:#x} returned error code {code} "
                            "while being timed")

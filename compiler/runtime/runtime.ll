@@ -470,18 +470,24 @@ done:
 
 
 ; i32 autosched_time(kernel *fn, void *args, int32_t number, int32_t repeat,
-;                    int32_t min_repeat_ms, int32_t cooldown_ms, double *results)
+;                    int32_t min_repeat_ms, int32_t cooldown_ms, double *results,
+;                    int32_t warmup)
 ;
-; TVM time_evaluator semantics: one warm-up call, then `repeat` measurements of
+; TVM time_evaluator semantics: one warm-up call (none when warmup is 0: the caller has
+; just run the kernel, or has flushed the caches on purpose), then `repeat` measurements of
 ; `number` back-to-back calls each, storing seconds per call in results[0..repeat).
 ; A measurement shorter than min_repeat_ms (when > 0) is redone with `number` raised
 ; to max(2 * number, ceil(number * min_repeat_ms / elapsed_ms * 1.1)), capped at 2^30,
 ; and the raised number is kept for the following repeats.  Sleeps cooldown_ms between
 ; repeats when > 0.  Returns the first nonzero code fn returns, else 0.
 define i32 @autosched_time(ptr %fn, ptr %args, i32 %number, i32 %repeat, i32 %min_repeat_ms,
-                           i32 %cooldown_ms, ptr %results) {
+                           i32 %cooldown_ms, ptr %results, i32 %warmup) {
 entry:
   %sleep.ts = alloca { i64, i64 }, align 8
+  %want.warm = icmp ne i32 %warmup, 0
+  br i1 %want.warm, label %warm.call, label %start
+
+warm.call:
   %warm = call i32 %fn(ptr %args)
   %warm.failed = icmp ne i32 %warm, 0
   br i1 %warm.failed, label %fail, label %start

@@ -44,5 +44,11 @@ def test_object_code_loads_in_a_fresh_process():
 
 
 def test_bytes_that_are_not_object_code_are_refused():
-    with pytest.raises(ValueError, match="object code"):
+    with pytest.raises(ValueError, match="not an ELF object file"):
         compiler.runtime.load_object(b"not an object file")
+    with pytest.raises(ValueError, match="not an ELF object file"):
+        compiler.runtime.load_object(b"\x7fELF garbage")
+    s, args = packed_matmul(64, 96, 48)
+    data = compiler.build_object(s, args)
+    with pytest.raises(ValueError, match="truncated or damaged"):
+        compiler.runtime.load_object(data[: len(data) // 2])

@@ -303,6 +303,12 @@ def test_time_runs_warmup_then_number_times_repeat(kernels):
     assert args[1] == 1 + 50 * 3
 
 
+def test_time_without_warmup_makes_only_the_measured_calls(kernels):
+    args = _timing_args()
+    time_native(kernels.address("kernel"), ctypes.addressof(args), 50, 3, 0, warmup=False)
+    assert args[1] == 50 * 3
+
+
 def test_time_of_a_sleeping_kernel_is_plausible(kernels):
     args = _timing_args(sleep_ns=2_000_000)
     results = time_native(kernels.address("kernel"), ctypes.addressof(args), 2, 2, 0,
