@@ -171,9 +171,11 @@ class Measurer:
         options = dict(self.options)
         if self.early_cutoff is not None and inp.task in self._best:
             options["cutoff_s"] = self.early_cutoff * self._best[inp.task]
-        ref = runner.run.remote(inp.task.spec(), built["object"], options)
         code, msg, out = MeasureErrorNo.NO_ERROR, "", {}
         try:
+            # waiting for another process's timing on this host is not this candidate's time
+            ray.get(runner.acquire.remote())
+            ref = runner.run.remote(inp.task.spec(), built["object"], options)
             out = ray.get(ref, timeout=self.run_timeout)
             code, msg = MeasureErrorNo(out["error_no"]), out["error_msg"]
         except GetTimeoutError:

@@ -1,15 +1,18 @@
 """Runner: loads a candidate's object code, checks its outputs against numpy, times it.
 
 One Runner lives in one Ray actor per timing host (see measurer.py) and measures one
-candidate at a time. Per task it keeps seeded random inputs and the expected outputs,
+candidate at a time; `acquire` takes this host's timing lock (a file lock, so runners of
+other processes and other Ray instances on the host wait too) and `run` releases it. Per task it keeps seeded random inputs and the expected outputs,
 computed once: from the template's numpy reference when it names one, else from the
 same compute built with no schedule transformations.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import socket
+import tempfile
 import time
 
 import numpy as np
@@ -26,6 +29,7 @@ RTOL = 1e-3  # float32 sums in another order than numpy's differ by far less
 # A first call shorter than this is never cut off: a tiny kernel's first call is many
 # times slower than the rest (cold caches and code, page faults) and timing it is cheap.
 CUTOFF_FLOOR_S = 0.01
+TIMING_LOCK = os.path.join(tempfile.gettempdir(), "autosched-timing.lock")
 
 
 def _shape(tensor) -> tuple:
@@ -88,11 +92,23 @@ class Runner:
     def __init__(self):
         self._data: dict = {}    # task key -> (inputs, output tensors, expected or None)
         self._flush_buffer = None
+        self._lock = None
         node = ""
         import ray
         if ray.is_initialized():  # in an actor: name the node too (a cluster's may share hosts)
             node = "/" + ray.get_runtime_context().get_node_id()[:8]
         self.host = socket.gethostname() + node
+
+    def acquire(self) -> None:
+        """Wait until no other runner on this host is timing, then hold the host's timing
+        lock until `run` ends (or this process dies, which releases it too)."""
+        if self._lock is None:
+            self._lock = open(TIMING_LOCK, "a")
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def ready(self) -> str:
         """Load the native runtime (its thread pool) before the first timing; the host."""
@@ -139,6 +155,13 @@ class Runner:
         return costs
 
     def run(self, spec: dict, obj: bytes, options: dict) -> dict:
+        """`measure` with the host's timing lock released afterwards (see acquire)."""
+        try:
+            return self.measure(spec, obj, options)
+        finally:
+            self._release()
+
+    def measure(self, spec: dict, obj: bytes, options: dict) -> dict:
         """Load `obj` (object code of a candidate of task `spec`), time it with options
         number, repeat, min_repeat_ms, cooldown_ms and flush_cache, and check the outputs
         of those calls when options["check_correctness"] (the check adds no call of its

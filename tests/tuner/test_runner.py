@@ -89,3 +89,18 @@ def test_runner_checks_a_template_without_reference_against_its_plain_compute():
         out = build_candidate(task.spec(), config.to_json())
         result = Runner().run(task.spec(), out["object"], OPTIONS)
         assert result["error_no"] == E.NO_ERROR, result
+
+
+def test_one_timing_at_a_time_per_host():
+    import threading
+    first, second = Runner(), Runner()
+    first.acquire()
+    entered = threading.Event()
+    waiter = threading.Thread(target=lambda: (second.acquire(), entered.set()))
+    waiter.start()
+    assert not entered.wait(0.3)  # the second runner waits while the first one times
+    task = Task("test_misbehave", (1000,))
+    assert first.run(task.spec(), built(task, "ok")["object"], OPTIONS)["error_no"] == E.NO_ERROR
+    assert entered.wait(5)  # run() released the lock
+    waiter.join()
+    second.run(task.spec(), built(task, "ok")["object"], OPTIONS)
