@@ -8,9 +8,13 @@ layer never imports Ray or a tuner).
     with records.ApplyHistoryBest("tune.db"):
         s, args = search_spaces.instantiate("matmul", 1024, 1024, 1024)
 """
+from .apply_history_best import ApplyHistoryBest, FallbackWarning
 from .database import Database, TaskSummary
 from .errors import RecordsError
+from .jsonl import ImportReport, export_jsonl, import_jsonl, merge
 from .record import Record
 from .schema import SCHEMA_VERSION
 
-__all__ = ["Database", "Record", "RecordsError", "TaskSummary", "SCHEMA_VERSION"]
+__all__ = ["Database", "Record", "RecordsError", "TaskSummary", "SCHEMA_VERSION",
+           "ApplyHistoryBest", "FallbackWarning", "ImportReport", "export_jsonl",
+           "import_jsonl", "merge"]

@@ -32,7 +32,7 @@ from search_spaces import SpaceError, get_template
 
 from . import schema
 from .errors import RecordsError
-from .record import Record, error_name
+from .record import Record, _tuple, error_name
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 RECORD_COLUMNS = ("task_id, config, config_index, template_version, costs, mean_cost, "
@@ -73,6 +73,9 @@ def _explain(err: sqlite3.DatabaseError) -> str:
     text = str(err)
     if "malformed" in text or "not a database" in text or "corrupt" in text:
         return f"the file is corrupt or truncated ({text}); restore it from a backup or export"
+    if "locked" in text:
+        return (f"{text}: another process kept writing to it for longer than the timeout "
+                f"this Database was opened with")
     return text
 
 
@@ -91,53 +94,74 @@ class Database:
         except sqlite3.Error as err:
             raise RecordsError(f"{self.path}: cannot open: {err}") from None
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
-        self._open(timeout)
+        self.upgraded_from: tuple[int, str] | None = None  # (old version, its backup)
+        self._knob_texts: dict[str, dict] = {}  # see _config_text
+        try:
+            self._open(timeout)
+        except BaseException:
+            conn.close()
+            raise
 
     @_guarded
     def _open(self, timeout: float) -> None:
+        self.db = sqlite_utils.Database(self.conn)
         self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        # Refuse a foreign or newer file before anything writes to it (even the switch
+        # to WAL rewrites its header).
+        version = self._log_version()
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across crashes
         self.conn.execute("PRAGMA foreign_keys = ON")
+        if version == schema.SCHEMA_VERSION:
+            return  # nothing to write: opening never waits for another process's batch
         with self._write():
-            tables = set(self.db.table_names())
-            if not tables:
+            version = self._log_version()  # again: another process may have changed it
+            if version is None:
                 schema.create(self.conn)
-                return
-            if "meta" not in tables or "records" not in tables:
-                raise RecordsError(f"{self.path} is a SQLite database but not an autosched "
-                                   f"log (its tables are {', '.join(sorted(tables))})")
-            version = self._schema_version()
+            elif version < schema.SCHEMA_VERSION:
+                self._upgrade(version)
+
+    def _log_version(self) -> int | None:
+        """The log's schema version (None for an empty database); a RecordsError for a
+        database that is not a log or was written by a newer autosched."""
+        tables = {row[0] for row in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return None
+        if "meta" not in tables or "records" not in tables:
+            raise RecordsError(f"{self.path} is a SQLite database but not an autosched "
+                               f"log (its tables are {', '.join(sorted(tables))})")
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or not str(row[0]).isdigit():
+            raise RecordsError(f"{self.path}: the log has no valid schema version")
+        version = int(row[0])
         if version > schema.SCHEMA_VERSION:
             raise RecordsError(f"{self.path} was written by a newer autosched (log schema "
                                f"version {version}; this one knows up to "
                                f"{schema.SCHEMA_VERSION}); upgrade autosched to read it")
-        if version < schema.SCHEMA_VERSION:
-            self._upgrade(version)
-
-    def _schema_version(self) -> int:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None or not str(row[0]).isdigit():
-            raise RecordsError(f"{self.path}: the log has no valid schema version")
-        return int(row[0])
+        return version
 
     def _upgrade(self, version: int) -> None:
-        """Back the file up, then run every upgrade from `version` in one transaction."""
+        """Back the file up, then run every upgrade from `version`; called inside the
+        write transaction, so no other process writes between the backup and the
+        upgrade, and a failed upgrade leaves the file as it was."""
         backup = f"{self.path}.schema-v{version}.bak"
         n = 1
         while os.path.exists(backup):
             backup, n = f"{self.path}.schema-v{version}.{n}.bak", n + 1
-        dest = sqlite3.connect(backup)
-        with dest:
-            self.conn.backup(dest)
-        dest.close()
-        with self._write():
-            current = self._schema_version()  # another process may have upgraded it
-            for v in range(current, schema.SCHEMA_VERSION):
-                schema.UPGRADES[v](self.conn)
-            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                              (str(schema.SCHEMA_VERSION),))
+        # Copied through a second connection: SQLite cannot back up through the one
+        # that holds the write transaction, and that transaction keeps the committed
+        # state the second one reads from changing.
+        source, dest = sqlite3.connect(self.path), sqlite3.connect(backup)
+        try:
+            source.backup(dest)
+        finally:
+            dest.close()
+            source.close()
+        for v in range(version, schema.SCHEMA_VERSION):
+            schema.UPGRADES[v](self.conn)
+        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                          (str(schema.SCHEMA_VERSION),))
         self.upgraded_from = (version, backup)
 
     @contextmanager
@@ -147,10 +171,13 @@ class Database:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite rolls some errors (a full disk, a corrupt page) back by itself; a
+            # second ROLLBACK would then hide the first error behind its own.
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
 
     def close(self) -> None:
         self.conn.close()
@@ -190,10 +217,12 @@ class Database:
         one transaction; returns the number of records added."""
         if len(inputs) != len(results):
             raise ValueError(f"add: {len(inputs)} inputs but {len(results)} results")
+        rows = _record_rows(task, inputs, results, tuner, run_id,
+                            self._knob_texts)  # before taking the write lock
         with self._write():
             task_id = self._task_id(task)
-            rows = [_record_row(task, task_id, inp.config, res, tuner, run_id)
-                    for inp, res in zip(inputs, results)]
+            for row in rows:
+                row[0] = task_id
             before = self.conn.total_changes
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO records ({RECORD_COLUMNS}) VALUES "
@@ -234,6 +263,19 @@ class Database:
     def _rows(self, sql: str, params=()) -> list[dict]:
         return list(self.db.query(sql, params))
 
+    def _decode(self, rows: list[dict]) -> list[Record]:
+        """Records from rows of _SELECT; a row whose JSON or numbers are damaged (a
+        corrupt file, a hand edit) is a RecordsError naming it."""
+        out = []
+        for row in rows:
+            try:
+                out.append(Record.from_row(row))
+            except (ValueError, TypeError, KeyError, AttributeError) as err:
+                raise RecordsError(f"{self.path}: record {row.get('id')} cannot be read "
+                                   f"({type(err).__name__}: {err}); the file is corrupt or "
+                                   f"was edited by hand") from None
+        return out
+
     @_guarded
     def tasks(self) -> list[TaskSummary]:
         """Every task with its record count, failures, stale records (made with another
@@ -247,7 +289,7 @@ class Database:
                                       "template_version != ?", (row["id"], version)).fetchone()[0]
             best = self._best_rows(row["id"], version, 1)
             out.append(TaskSummary(
-                row["id"], row["template"], tuple(json.loads(row["args"])), row["target"],
+                row["id"], row["template"], _tuple(json.loads(row["args"])), row["target"],
                 row["n"], row["errors"] or 0, stale,
                 best[0]["gflops"] if best else None, best[0]["mean_cost"] if best else None))
         return out
@@ -259,13 +301,13 @@ class Database:
         task_id = self._task_id(task, create=False)
         if task_id is None:
             return []
-        return [Record.from_row(r) for r in self._rows(
-            _SELECT + "WHERE r.task_id = ? ORDER BY r.id", (task_id,))]
+        return self._decode(self._rows(_SELECT + "WHERE r.task_id = ? ORDER BY r.id",
+                                       (task_id,)))
 
     def _best_rows(self, task_id: int, version: str, limit: int) -> list[dict]:
         return self._rows(_SELECT + "WHERE r.task_id = ? AND r.template_version = ? AND "
-                          "r.error_no = 0 ORDER BY r.mean_cost LIMIT ?",
-                          (task_id, version, limit))
+                          "r.error_no = 0 AND r.mean_cost IS NOT NULL "
+                          "ORDER BY r.mean_cost LIMIT ?", (task_id, version, limit))
 
     @_guarded
     def top(self, task, k: int = 10) -> list[Record]:
@@ -279,7 +321,7 @@ class Database:
         limit = k
         while True:
             rows = self._best_rows(task_id, version, limit)
-            out = [r for r in (Record.from_row(row) for row in rows) if _fits(r)][:k]
+            out = [r for r in self._decode(rows) if _fits(r)][:k]
             if len(out) >= k or len(rows) < limit:
                 return out
             limit *= 2
@@ -312,6 +354,24 @@ class Database:
         rows = self.conn.execute(f"SELECT error_no, COUNT(*) FROM records {where} "
                                  "GROUP BY error_no ORDER BY error_no", params).fetchall()
         return {error_name(code): n for code, n in rows}
+
+    # ------------------------------------------------------------------ moving records
+
+    def export_jsonl(self, out, best_only: bool = False, task=None) -> int:
+        """See records.jsonl.export_jsonl: JSON lines, one self-describing record each."""
+        from .jsonl import export_jsonl
+        return export_jsonl(self, out, best_only=best_only, task=task)
+
+    def import_jsonl(self, source, strict: bool = False):
+        """See records.jsonl.import_jsonl: valid lines in one transaction, bad ones
+        reported by line number (or, strict, nothing imported)."""
+        from .jsonl import import_jsonl
+        return import_jsonl(self, source, strict=strict)
+
+    def merge(self, other) -> int:
+        """See records.jsonl.merge: every task and record of the log file `other`."""
+        from .jsonl import merge
+        return merge(self, other)
 
     @_guarded
     def count(self) -> int:
@@ -349,18 +409,43 @@ def _fits(record: Record) -> bool:
         return False
 
 
-def _record_row(task, task_id: int, config, res, tuner, run_id) -> tuple:
-    knobs = config.to_json()["knobs"]
-    config_text = json.dumps(knobs)
-    costs = json.dumps([float(c) for c in res.costs])
-    ok = int(res.error_no) == 0 and res.costs
-    mean = sum(res.costs) / len(res.costs) if ok else None
-    flop = task.flop
-    gflops = flop / mean / 1e9 if ok and flop and mean and mean > 0 else None
-    uid = schema.record_uid(task.workload_key, str(task.target), config_text, res.timestamp,
-                            res.host, costs, int(res.error_no))
-    return (task_id, config_text, config.index, config.template_version, costs,
-            mean if mean is None or math.isfinite(mean) else None, gflops, int(res.error_no),
-            res.error_msg, res.build_time, getattr(res, "run_time", None),
-            getattr(res, "verify_time", None), res.timestamp, res.host, tuner, run_id, uid)
+def _config_text(config, knob_texts: dict) -> str:
+    """`json.dumps(config.to_json()["knobs"])`, put together from the JSON text of each
+    knob's value, which `knob_texts` keeps per space (by fingerprint): a space has far
+    fewer knob values than configs, and encoding every config anew was most of the time
+    that add() took."""
+    space = config.space
+    texts = knob_texts.setdefault(space.fingerprint, {})
+    parts = []
+    for (name, knob), i in zip(space.space_map.items(), config.knob_indices):
+        text = texts.get((name, i))
+        if text is None:
+            text = texts[name, i] = f"{json.dumps(name)}: {json.dumps(knob[i].to_json())}"
+        parts.append(text)
+    return "{" + ", ".join(parts) + "}"
+
+
+def _record_rows(task, inputs, results, tuner, run_id, knob_texts: dict) -> list[list]:
+    """The `records` rows (RECORD_COLUMNS) of one measured batch; each row's task id,
+    its first column, is left for the caller to fill in."""
+    key, target, flop = task.workload_key, str(task.target), task.flop  # once per batch
+    rows = []
+    for inp, res in zip(inputs, results):
+        config = inp.config
+        config_text = _config_text(config, knob_texts)
+        costs = json.dumps([float(c) for c in res.costs])
+        error_no = int(res.error_no)
+        # No mean (NULL) for a failure, and for a "success" without finite timings,
+        # which best() must never pick.
+        mean = sum(res.costs) / len(res.costs) if error_no == 0 and res.costs else None
+        if mean is not None and not math.isfinite(mean):
+            mean = None
+        gflops = flop / mean / 1e9 if flop and mean is not None and mean > 0 else None
+        uid = schema.record_uid(key, target, config_text, res.timestamp, res.host, costs,
+                                error_no)
+        rows.append([None, config_text, config.index, config.template_version, costs, mean,
+                     gflops, error_no, res.error_msg, res.build_time,
+                     getattr(res, "run_time", None), getattr(res, "verify_time", None),
+                     res.timestamp, res.host, tuner, run_id, uid])
+    return rows
 

@@ -92,6 +92,11 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
         "r.error_no FROM records r JOIN tasks t ON t.id = r.task_id").fetchall()
     conn.executemany("UPDATE records SET uid = ? WHERE id = ?",
                      [(record_uid(*row[1:]), row[0]) for row in rows])
+    # Version 1 kept a measurement logged twice (a log imported twice) twice; from
+    # version 2 on it is one record. The first copy stays (the backup keeps them all);
+    # otherwise the unique index below fails and the log could never be opened again.
+    conn.execute("DELETE FROM records WHERE id NOT IN "
+                 "(SELECT MIN(id) FROM records GROUP BY uid)")
     conn.execute("CREATE UNIQUE INDEX records_uid ON records (uid)")
 
 

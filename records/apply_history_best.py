@@ -1,0 +1,120 @@
+"""ApplyHistoryBest: the dispatch context that gives each template the best config of the
+tuning log (AutoTVM's `ApplyHistoryBest`).
+
+    with records.ApplyHistoryBest("tune.db"):
+        s, args = search_spaces.instantiate("matmul", 1024, 1024, 1024)
+
+Which record: the valid one (no error, a time) with the lowest mean cost among the
+records of the workload made with the template's current version, looked for in tiers:
+the same target, else the same CPU, else the same vector width (the ISA compatibility
+class). Records of older template versions are never applied; a record whose knobs no
+longer fit the space is skipped with a warning. One indexed query per tier, and every
+answer (a miss too) is kept for the life of the context, since builds ask again and again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import search_spaces
+from compiler import Target
+
+from .database import _SELECT, Database, _fits, _guarded
+from .errors import RecordsError
+from .record import Record
+
+
+class FallbackWarning(UserWarning):
+    """A workload has no usable record in the log, so it is not tuned."""
+
+
+class ApplyHistoryBest(search_spaces.DispatchContext):
+    """`with ApplyHistoryBest(log, target="llvm"):` templates get the best config of the
+    tuning log for `target` (see the module docstring for which record that is).
+
+    log: a path (opened as a records.Database, closed when the context is left) or an
+        open records.Database (left open). A path that does not exist, is not SQLite or
+        is not an autosched log is a RecordsError here, not at the first build.
+    target: the target the code is built for (a compiler.Target or a string); default
+        "llvm", this host.
+
+    A workload without a usable record is answered None (outer contexts, and finally
+    the FallbackConfig, decide), with one FallbackWarning per workload.
+    """
+
+    def __init__(self, log, target="llvm"):
+        if isinstance(log, Database):
+            self.database, self._owns = log, False
+        else:
+            path = os.fspath(log)
+            if not os.path.exists(path):
+                raise RecordsError(f"{path}: no tuning log there (ApplyHistoryBest reads a "
+                                   f"log and never creates one)")
+            self.database, self._owns = Database(path), True
+        self.path = self.database.path
+        self.target = Target(target)
+        spelled, cpu = str(self.target), self.target.mcpu
+        # (condition on the task `t`, its parameters): each tier leaves out the tasks of
+        # the tiers before it, so that a record is tried (and warned about) once
+        self._tiers = (("t.target = ?", (spelled,)),
+                       ("t.cpu = ? AND t.target != ?", (cpu, spelled)),
+                       ("t.vector_bits = ? AND t.cpu != ?", (self.target.vector_bits, cpu)))
+        self._best: dict[tuple, search_spaces.ConfigEntity | None] = {}
+        self._depth = 0
+
+    def query(self, workload: tuple) -> search_spaces.ConfigEntity | None:
+        """The best logged config of `workload` (template name, bound arguments) for
+        this context's target, or None when the log has no usable record of it."""
+        if workload not in self._best:
+            config = self._lookup(workload)
+            if config is None:
+                name, args = workload
+                warnings.warn(FallbackWarning(
+                    f"{name}{args}: {self.path} has no valid record of this workload made "
+                    f"with the current template version for target '{self.target}' (nor for "
+                    f"its CPU or vector width); the untuned fallback config is used, unless "
+                    f"an outer dispatch context gives one"), stacklevel=4)
+            self._best[workload] = config
+        return self._best[workload]
+
+    @_guarded
+    def _lookup(self, workload: tuple) -> search_spaces.ConfigEntity | None:
+        name, args = workload
+        key = json.dumps([name, list(args)])  # as tuner.Task.workload_key spells it
+        version = search_spaces.get_template(name).version
+        for condition, params in self._tiers:
+            record = self._first_fitting(
+                _SELECT + f"WHERE t.workload_key = ? AND {condition} AND "
+                "r.template_version = ? AND r.error_no = 0 AND r.mean_cost IS NOT NULL "
+                "ORDER BY r.mean_cost, r.id", (key, *params, version))
+            if record is not None:
+                return record.config
+        return None
+
+    def _first_fitting(self, sql: str, params: tuple) -> Record | None:
+        """The first record of the query whose config fits its space; rows are read only
+        as far as that one."""
+        cursor = self.database.conn.execute(sql, params)
+        try:
+            names = [d[0] for d in cursor.description]
+            for row in cursor:
+                record, = self.database._decode([dict(zip(names, row))])
+                if _fits(record):
+                    return record
+            return None
+        finally:
+            cursor.close()  # ends the statement, so no read snapshot stays open
+
+    def __enter__(self) -> "ApplyHistoryBest":
+        if self._owns and self.database is None:  # entered again after being left
+            self.database = Database(self.path)
+        self._depth += 1
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        super().__exit__(*exc_info)
+        self._depth -= 1
+        if self._owns and self._depth == 0:
+            self.database.close()
+            self.database = None
