@@ -3,6 +3,9 @@
 Prints, in one run: the untuned fallback config, a hand-picked point and the best of a
 seeded random sample of the space, each next to numpy (matmul; also the ratio to numpy
 with OPENBLAS_CORETYPE=SKYLAKEX, in a subprocess) or PyTorch's conv2d (when installed).
+On this machine OpenBLAS's default already picks its AVX-512 kernels; the ratio to its AVX2
+kernels (OPENBLAS_CORETYPE=HASWELL, what the default is on CPUs it does not recognise as
+AVX-512 ones) is printed too.
 
     .venv/bin/python benchmarks/templates.py [--samples 40]
 """
@@ -61,12 +64,13 @@ def matmul(samples: int) -> None:
         base.append(time.perf_counter() - t)
     numpy_s = statistics.median(base)
     skx = numpy_matmul_seconds(n, 15, "SKYLAKEX")
+    avx2 = numpy_matmul_seconds(n, 15, "HASWELL")
     print(f"matmul {n}^3 float32: space of {len(space)} points; numpy {gf(numpy_s):.1f} GFLOPS, "
-          f"numpy SKYLAKEX {gf(skx):.1f} GFLOPS")
+          f"numpy SKYLAKEX {gf(skx):.1f} GFLOPS, numpy HASWELL (AVX2) {gf(avx2):.1f} GFLOPS")
     for label, sec in (("fallback", fallback), ("hand-picked", handpicked),
                        (f"best of {samples} sampled", best)):
         print(f"  {label:22s} {gf(sec):7.1f} GFLOPS  ratio to numpy {numpy_s / sec:.2f}, "
-              f"to numpy SKYLAKEX {skx / sec:.2f}")
+              f"to numpy SKYLAKEX {skx / sec:.2f}, to numpy HASWELL {avx2 / sec:.2f}")
     print(f"  best sampled config: {best_cfg}")
 
 

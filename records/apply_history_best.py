@@ -63,9 +63,11 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         self._best: dict[tuple, search_spaces.ConfigEntity | None] = {}
         self._depth = 0
 
-    def query(self, workload: tuple) -> search_spaces.ConfigEntity | None:
-        """The best logged config of `workload` (template name, bound arguments) for
-        this context's target, or None when the log has no usable record of it."""
+    def query(self, workload) -> search_spaces.ConfigEntity | None:
+        """The best logged config of `workload` (template name, bound arguments) or of a
+        task (anything with a `.workload`, as tuner.Task) for this context's target, or
+        None when the log has no usable record of it."""
+        workload = getattr(workload, "workload", workload)
         if workload not in self._best:
             config = self._lookup(workload)
             if config is None:

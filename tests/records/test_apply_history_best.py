@@ -56,6 +56,7 @@ def best(db, target=HERE, workload=WORKLOAD):
 def test_the_lowest_mean_cost_wins(db):
     log(db, HERE, {5: 3e-6, 9: 1e-6, 2: 2e-6})
     assert best(db) == space().get(9)
+    assert best(db, workload=tuner.Task("matmul", SHAPE, target=HERE)) == space().get(9)
     with ApplyHistoryBest(db, target=HERE):
         assert dispatch(WORKLOAD) == space().get(9)
 
