@@ -107,7 +107,11 @@ def main():
     size = sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
     print(f"file: {path}, {size / 2**20:.1f} MiB ({size / total:.0f} bytes per record)")
     if not opt.keep:
-        os.remove(path)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        if not opt.path:
+            os.rmdir(os.path.dirname(path))
         if not opt.path:
             os.rmdir(os.path.dirname(path))
 
