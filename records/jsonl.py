@@ -374,28 +374,26 @@ def _no_constant(name: str):
 def _task_row_id(conn, task: dict) -> int:
     """The id of the task (workload_key, target) in `conn`, inserted from `task`'s
     columns when the log does not have it."""
-    row = conn.execute("SELECT id FROM tasks WHERE workload_key = ? AND target = ?",
-                       (task["workload_key"], task["target"])).fetchone()
-    if row is not None:
-        return row[0]
-    return conn.execute(
-        f"INSERT INTO tasks ({', '.join(TASK_COLUMNS)}) VALUES "
-        f"({', '.join('?' * len(TASK_COLUMNS))})",
-        tuple(task[c] for c in TASK_COLUMNS)).lastrowid
+    return _get_or_insert(conn, "tasks", "workload_key = ? AND target = ?",
+                          (task["workload_key"], task["target"]), TASK_COLUMNS, task)
 
 
 def _run_row_id(conn, run: dict) -> int:
     """The id of the run (start, tuner, host) in `conn`, inserted from `run`'s columns
     when the log does not have it: runs have no uid, and the start time of a session on
     one host is as good as one."""
-    row = conn.execute("SELECT id FROM runs WHERE start = ? AND tuner IS ? AND host IS ?",
-                       (run["start"], run["tuner"], run["host"])).fetchone()
+    return _get_or_insert(conn, "runs", "start = ? AND tuner IS ? AND host IS ?",
+                          (run["start"], run["tuner"], run["host"]), RUN_COLUMNS, run)
+
+
+def _get_or_insert(conn, table: str, where: str, params: tuple, columns, values: dict) -> int:
+    """The id of the row of `table` matching `where`, or of a new row of `values`."""
+    row = conn.execute(f"SELECT id FROM {table} WHERE {where}", params).fetchone()
     if row is not None:
         return row[0]
     return conn.execute(
-        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES "
-        f"({', '.join('?' * len(RUN_COLUMNS))})",
-        tuple(run[c] for c in RUN_COLUMNS)).lastrowid
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        tuple(values[c] for c in columns)).lastrowid
 
 
 def _insert_record(conn, record: dict) -> int:
