@@ -2,7 +2,8 @@
 
 Prints, in one run:
 - noise: one matmul 512^3 config timed 20 times through the runner; the coefficient of
-  variation of the 20 mean costs;
+  variation of the 20 mean costs (with repeat=1, the default, and repeat=10: this host's
+  speed drifts over seconds, and a longer timing averages the drift out);
 - agreement: the runner's median time for that config against a plain in-process
   `time_evaluator` of the same build (same number / repeat / min_repeat_ms);
 - throughput: end-to-end candidates per minute for seeded random matmul 1024^3 configs
@@ -10,6 +11,7 @@ Prints, in one run:
   phase, verification, timing and the rest (Ray calls, loading, warm-up, waiting).
 
     .venv/bin/python benchmarks/measure.py [--candidates 64] [--batch 16] [--repeat 1] [--early-cutoff 10]
+                                  [--noise-repeat 1 10]
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def noise_and_agreement(m: Measurer, opt) -> None:
         f = compiler.build(*task.instantiate(config), target=task.target)
     ins, outs = task.tensors()
     arrays = [*random_inputs(ins), *(unwritten(t) for t in outs)]
-    timer = f.time_evaluator(number=1, repeat=opt.repeat, min_repeat_ms=100)
+    timer = f.time_evaluator(number=1, repeat=m.options["repeat"], min_repeat_ms=100)
     m.measure([MeasureInput(task, config)])  # the runner computes the reference once
     runner, local = [], []
     for _ in range(20):
@@ -49,7 +51,7 @@ def noise_and_agreement(m: Measurer, opt) -> None:
     cv = lambda xs: statistics.pstdev(xs) / statistics.fmean(xs)  # noqa: E731
     ratio = statistics.median(r / x for r, x in zip(runner, local))
     print(f"noise: matmul 512^3 fallback config timed 20 times through the runner "
-          f"(repeat={opt.repeat}, min_repeat_ms=100): median {statistics.median(runner) * 1e3:.3f} ms, "
+          f"(repeat={m.options['repeat']}, min_repeat_ms=100): median {statistics.median(runner) * 1e3:.3f} ms, "
           f"CV {cv(runner) * 100:.2f}%  (the same build in this process, interleaved: "
           f"CV {cv(local) * 100:.2f}%)")
     print(f"agreement: in-process time_evaluator median {statistics.median(local) * 1e3:.3f} ms; "
@@ -94,12 +96,16 @@ def main():
     p.add_argument("--candidates", type=int, default=64)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--noise-repeat", type=int, nargs="+", default=[1, 10],
+                   help="repeat settings to measure the noise with (one run each)")
     p.add_argument("--early-cutoff", type=float, default=10.0,
                    help="Measurer early_cutoff; 0 times every candidate fully")
     opt = p.parse_args()
+    for repeat in opt.noise_repeat:
+        with Measurer(repeat=repeat, min_repeat_ms=100) as m:
+            noise_and_agreement(m, opt)
     with Measurer(repeat=opt.repeat, min_repeat_ms=100,
                   early_cutoff=opt.early_cutoff or None) as m:
-        noise_and_agreement(m, opt)
         throughput(m, opt)
 
 
