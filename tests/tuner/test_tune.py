@@ -1,0 +1,107 @@
+"""tune() (tuner/tune.py): tuners by name, resuming from and logging to a real SQLite
+log with a fake measurer, and one short run with the real Measurer on a local Ray."""
+from __future__ import annotations
+
+import importlib
+import math
+
+import pytest
+
+import records
+from fake_measurer import FakeMeasurer
+from tuner import Measurer, Task
+from tuner.random_tuner import RandomTuner
+from tuner.tune import tune
+
+# the module, not the function tune() that a package may export under the same name
+tune_module = importlib.import_module("tuner.tune")
+
+
+@pytest.fixture(scope="module")
+def task():
+    return Task("matmul", (4, 4, 4))  # 864 configs
+
+
+@pytest.mark.parametrize("name", ["random", "grid", "ga", "xgb"])
+def test_a_tuner_given_by_name_tunes(task, name):
+    measurer = FakeMeasurer()
+    result = tune(task, 20, tuner=name, measurer=measurer, seed=0, batch_size=8)
+    assert result.trials == 20 and measurer.batches == [8, 8, 4]
+    assert result.best_config.index in measurer.measured and math.isfinite(result.best_cost)
+
+
+def test_an_unknown_tuner_name_is_a_value_error_naming_the_choices(task):
+    with pytest.raises(ValueError, match="'gridsearch'.*'random', 'grid', 'ga', 'xgb'"):
+        tune(task, 4, tuner="gridsearch", measurer=FakeMeasurer())
+
+
+def test_a_tuner_instance_is_used_as_it_is(task):
+    tuner = RandomTuner(task, seed=5)
+    measurer = FakeMeasurer()
+    tune(task, 8, tuner=tuner, measurer=measurer)
+    assert sorted(measurer.measured) == sorted(tuner.visited)
+    assert len(tuner.measured) == 8
+    with pytest.raises(ValueError, match="made for Task"):
+        tune(Task("matmul", (8, 8, 8)), 8, tuner=tuner, measurer=measurer)
+
+
+def test_without_a_measurer_tune_makes_one_and_closes_it(task, monkeypatch):
+    made = []
+
+    class Made(FakeMeasurer):
+        closed = False
+
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(tune_module, "Measurer", Made)
+    tune(task, 4, tuner="grid")
+    assert len(made) == 1 and made[0].measured == [0, 1, 2, 3] and made[0].closed
+
+
+def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tmp_path):
+    path = tmp_path / "tune.db"
+    first_measurer = FakeMeasurer()
+    first = tune(task, 32, tuner="random", db=path, measurer=first_measurer, seed=0)
+    # everything new is slow: the best of the second run can only come from the log
+    second_measurer = FakeMeasurer(cost=lambda config: 1.0)
+    second = tune(task, 32, tuner="grid", db=str(path), measurer=second_measurer)
+    assert len(second_measurer.measured) == 32
+    assert not set(first_measurer.measured) & set(second_measurer.measured)
+    assert second.best_config == first.best_config and second.best_cost == first.best_cost
+    with records.Database(path) as db:
+        logged = db.records(task)
+        runs = list(db.db.query("SELECT * FROM runs ORDER BY id"))
+    assert [r.config_index for r in logged] == first_measurer.measured + second_measurer.measured
+    assert [(r["tuner"], r["trials"]) for r in runs] == [("random", 32), ("grid", 32)]
+    assert all(r["end"] is not None for r in runs)
+    assert runs[0]["best_gflops"] == pytest.approx(first.best_gflops)
+    assert {r.run_id for r in logged[:32]} == {runs[0]["id"]}
+    assert {r.run_id for r in logged[32:]} == {runs[1]["id"]}
+
+
+def test_records_of_another_template_version_are_skipped_with_a_warning(task, tmp_path):
+    path = tmp_path / "tune.db"
+    first_measurer = FakeMeasurer()
+    with records.Database(path) as db:  # an open Database is used and left open
+        tune(task, 8, tuner="grid", db=db, measurer=first_measurer)
+        db.conn.execute("UPDATE records SET template_version = 'old' WHERE config_index < 3")
+        again = FakeMeasurer()
+        with pytest.warns(UserWarning, match="3 made with another version of the template"):
+            tune(task, 8, tuner="grid", db=db, measurer=again)
+        assert again.measured == [0, 1, 2, 8, 9, 10, 11, 12]
+        assert db.count() == 16
+
+
+@pytest.mark.slow
+def test_tuning_with_the_real_measurer_on_a_local_ray(local_ray):
+    task = Task("matmul", (32, 32, 32))
+    with Measurer(n_parallel=2, repeat=1, min_repeat_ms=0) as measurer:
+        result = tune(task, 8, tuner="random", measurer=measurer, seed=0)
+    assert result.trials == 8
+    assert math.isfinite(result.best_cost) and result.best_gflops > 0
+    assert result.best_config.space.fingerprint == task.config_space.fingerprint
