@@ -1,14 +1,29 @@
 """The tuner: tasks, measurement on Ray (parallel builds, one timing at a time per host,
-every candidate checked against numpy), and, in later issues, the search and the command
-line (DESIGN.md: tuner -> records -> search_spaces -> compiler).
+every candidate checked against numpy), the tuners and their XGBoost cost model
+(DESIGN.md: tuner -> records -> search_spaces -> compiler).
 
-    from tuner import Task, MeasureInput, Measurer
+    from tuner import Task, tune
     task = Task("matmul", (512, 512, 512))
-    with Measurer() as m:                       # starts a local Ray on demand
-        results = m.measure([MeasureInput(task, c) for c in task.config_space.sample(8, seed=0)])
+    result = tune(task, trials=64, tuner="xgb", db="tune.db")   # resumes from the log
+    print(result.best_gflops, result.best_config)
 """
+from .ga_tuner import GATuner
+from .grid_search_tuner import GridSearchTuner
 from .measure import MeasureErrorNo, MeasureInput, MeasureResult
 from .measurer import Measurer
+from .random_tuner import RandomTuner
 from .task import Task
+from .tune import tune
+from .tuner_base import TuneResult, Tuner
 
-__all__ = ["Task", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer"]
+__all__ = ["Task", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
+           "tune", "TuneResult", "Tuner", "RandomTuner", "GridSearchTuner", "GATuner",
+           "XGBTuner"]
+
+
+def __getattr__(name):
+    """XGBTuner on first use: importing xgboost takes most of a second."""
+    if name == "XGBTuner":
+        from .xgb_tuner import XGBTuner
+        return XGBTuner
+    raise AttributeError(f"module 'tuner' has no attribute {name!r}")
