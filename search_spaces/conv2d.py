@@ -55,6 +55,25 @@ def schedule_padding(cfg, s, out) -> None:
         s[padded].compute_inline()
 
 
+def schedule_output(cfg, s, out, channel_knob: str):
+    """The output tiling both convolution templates share: channels (`channel_knob`),
+    rows (`tile_y`) and columns (`tile_x`) split; the outer loops run in parallel
+    (`fuse_parallel`), the inner channels unrolled and the inner columns vectorized; a
+    local accumulator computed at the inner row loop. Returns the accumulator stage."""
+    acc = s.cache_write(out, "local")
+    n, c, y, x = s[out].op.axis
+    co, ci = cfg[channel_knob].apply(s, out, c)
+    yo, yi = cfg["tile_y"].apply(s, out, y)
+    xo, xi = cfg["tile_x"].apply(s, out, x)
+    s[out].reorder(n, co, yo, xo, yi, ci, xi)
+    par = s[out].fuse(n, co) if cfg["fuse_parallel"].val == 2 else n
+    s[out].parallel(par)
+    s[out].unroll(ci)
+    s[out].vectorize(xi)
+    s[acc].compute_at(s[out], yi)
+    return acc
+
+
 def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
     """numpy `conv2d_nchw`: out[n, k, y, x] = sum over c, r, s of
     padded[n, c, y * stride + r, x * stride + s] * kernel[k, c, r, s]."""
@@ -83,18 +102,7 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     out = ops.conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_padding(cfg, s, out)
-    OL = s.cache_write(out, "local")
-    n, f, y, x = s[out].op.axis
-    fo, fi = cfg["tile_f"].apply(s, out, f)
-    yo, yi = cfg["tile_y"].apply(s, out, y)
-    xo, xi = cfg["tile_x"].apply(s, out, x)
-    s[out].reorder(n, fo, yo, xo, yi, fi, xi)
-    par = s[out].fuse(n, fo) if cfg["fuse_parallel"].val == 2 else n
-    s[out].parallel(par)
-    s[out].unroll(fi)
-    s[out].vectorize(xi)
-    s[OL].compute_at(s[out], yi)
-
+    OL = schedule_output(cfg, s, out, "tile_f")
     on, of, oy, ox = s[OL].op.axis
     rc, ry, rx = s[OL].op.reduce_axis
     rco, rci = cfg["tile_c"].apply(s, OL, rc)

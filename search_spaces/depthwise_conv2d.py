@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from compiler import ops, te
 
-from .conv2d import kernel_windows, output_size, schedule_padding
+from .conv2d import kernel_windows, output_size, schedule_output, schedule_padding
 from .registry import template
 
 
@@ -43,17 +43,7 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     out = ops.depthwise_conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_padding(cfg, s, out)
-    OL = s.cache_write(out, "local")
-    n, c, y, x = s[out].op.axis
-    co, ci = cfg["tile_c"].apply(s, out, c)
-    yo, yi = cfg["tile_y"].apply(s, out, y)
-    xo, xi = cfg["tile_x"].apply(s, out, x)
-    s[out].reorder(n, co, yo, xo, yi, ci, xi)
-    par = s[out].fuse(n, co) if cfg["fuse_parallel"].val == 2 else n
-    s[out].parallel(par)
-    s[out].unroll(ci)
-    s[out].vectorize(xi)
-    s[OL].compute_at(s[out], yi)
+    OL = schedule_output(cfg, s, out, "tile_c")
     on, oc, oy, ox = s[OL].op.axis
     ry, rx = s[OL].op.reduce_axis
     s[OL].reorder(ry, rx, on, oy, oc, ox)
