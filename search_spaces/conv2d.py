@@ -19,6 +19,8 @@ from compiler import ops, te
 
 from .registry import template
 
+ACC_AT_ROW, ACC_AT_TILE = 0, 1  # values of the acc_at knob (see schedule_output)
+
 
 def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: int):
     """(OH, OW) of a convolution; a clear error when nothing is left."""
@@ -58,8 +60,13 @@ def schedule_padding(cfg, s, out) -> None:
 def schedule_output(cfg, s, out, channel_knob: str):
     """The output tiling both convolution templates share: channels (`channel_knob`),
     rows (`tile_y`) and columns (`tile_x`) split; the outer loops run in parallel
-    (`fuse_parallel`), the inner channels unrolled and the inner columns vectorized; a
-    local accumulator computed at the inner row loop. Returns the accumulator stage."""
+    (`fuse_parallel`), the inner channels unrolled and the inner columns vectorized.
+
+    The local accumulator is computed where `acc_at` says: at the inner row loop
+    (ACC_AT_ROW: it holds one output row of the tile, channels x columns), or at the
+    column-tile loop (ACC_AT_TILE: it holds the whole tile, rows x channels x columns,
+    and the caller unrolls its rows too, so the input rows that neighbouring output
+    rows share are loaded once). Returns the accumulator stage."""
     acc = s.cache_write(out, "local")
     n, c, y, x = s[out].op.axis
     co, ci = cfg[channel_knob].apply(s, out, c)
@@ -70,7 +77,7 @@ def schedule_output(cfg, s, out, channel_knob: str):
     s[out].parallel(par)
     s[out].unroll(ci)
     s[out].vectorize(xi)
-    s[acc].compute_at(s[out], yi)
+    s[acc].compute_at(s[out], yi if cfg["acc_at"].val == ACC_AT_ROW else xo)
     return acc
 
 
@@ -98,6 +105,7 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     cfg.define_knob("unroll_kw", [1, 0])
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
+    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE])
 
     out = ops.conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
@@ -108,6 +116,7 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     rco, rci = cfg["tile_c"].apply(s, OL, rc)
     reduction = [ry, rx, rco, rci] if cfg["window_outer"].val else [rco, ry, rx, rci]
     s[OL].reorder(*reduction, on, oy, of, ox)
+    s[OL].unroll(oy)
     s[OL].unroll(of)
     s[OL].vectorize(ox)
     if cfg["unroll_kw"].val:

@@ -4,14 +4,15 @@ multiplier 1, zero padding as a stage of its own) with a schedule whose knobs ar
 Knobs: tiles of the channels (`tile_c`, the inner part unrolled in the register tile),
 of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part is the
 vector width), whether the kernel window's columns are unrolled, whether the padded
-input is a separate stage or inlined, and how many outer loops run in parallel. The
-local accumulator is computed at the row-tile loop.
+input is a separate stage or inlined, how many outer loops run in parallel, and where the
+local accumulator is computed (`acc_at`, as in conv2d.schedule_output).
 """
 from __future__ import annotations
 
 from compiler import ops, te
 
-from .conv2d import kernel_windows, output_size, schedule_output, schedule_padding
+from .conv2d import (ACC_AT_ROW, ACC_AT_TILE, kernel_windows, output_size, schedule_output,
+                     schedule_padding)
 from .registry import template
 
 
@@ -39,6 +40,7 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     cfg.define_knob("unroll_kw", [1, 0])
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
+    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE])
 
     out = ops.depthwise_conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
@@ -47,6 +49,7 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     on, oc, oy, ox = s[OL].op.axis
     ry, rx = s[OL].op.reduce_axis
     s[OL].reorder(ry, rx, on, oy, oc, ox)
+    s[OL].unroll(oy)
     s[OL].unroll(oc)
     s[OL].vectorize(ox)
     if cfg["unroll_kw"].val:

@@ -8,7 +8,9 @@
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
 that are unrolled) and a two-level tiling of the columns (`tile_y`: the inner part is the
 vector width of the accumulator tile), the reduction split (`tile_k`, its inner loop
-optionally unrolled), whether the right operand is packed into column panels, whether
+optionally unrolled), whether and where the right operand is packed into column panels
+(`pack_b`: 1 all at once before the product, 2 at the outer parallel loop, so each
+iteration packs the panels it reads just before reading them, 0 not packed), whether
 column panels or row blocks are walked outermost, and how many outer loops are fused and
 run in parallel. The accumulator is computed at the middle row loop, so it holds one
 register tile; in dense_bias_relu the bias and relu are applied as the tile is stored.
@@ -25,13 +27,14 @@ from .registry import template
 
 MAX_REGISTER_ROWS = 16  # unrolled rows of the accumulator tile
 MAX_VECTOR = 64         # columns of the accumulator tile (4 zmm of float32)
+NO_PACK, PACK_AT_ROOT, PACK_AT_OUTER = 0, 1, 2  # values of the pack_b knob
 
 
 def _define_knobs(cfg, M: int, N: int, K: int) -> None:
     cfg.define_split("tile_x", M, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_REGISTER_ROWS)
     cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_VECTOR)
     cfg.define_split("tile_k", K, num_outputs=2, filter=lambda e: e.size[-1] <= 16)
-    cfg.define_knob("pack_b", [1, 0])
+    cfg.define_knob("pack_b", [PACK_AT_ROOT, PACK_AT_OUTER, NO_PACK])
     cfg.define_knob("panels_outer", [1, 0])
     cfg.define_knob("unroll_k", [0, 1])
     cfg.define_knob("fuse_parallel", [2, 1])
@@ -72,9 +75,13 @@ def _schedule(cfg, s, out, acc, packed, batch_axes=()) -> None:
     s[acc].vectorize(nc)
     if cfg["unroll_k"].val:
         s[acc].unroll(ki)
-    if packed is not None:
-        *pb, x, _, z = s[packed].op.axis
-        s[packed].vectorize(z)
+    if packed is None:
+        return
+    *pb, x, _, z = s[packed].op.axis
+    s[packed].vectorize(z)
+    if cfg["pack_b"].val == PACK_AT_OUTER:
+        s[packed].compute_at(s[out], par)  # inside a parallel loop: runs serially there
+    else:
         s[packed].parallel(s[packed].fuse(*pb, x) if pb else x)
 
 
