@@ -6,6 +6,10 @@ says the best has not improved for a while. Subclasses decide only *which* confi
 propose; the base keeps what was measured or is in flight, so no config is proposed
 twice, and the best so far.
 
+A callback may raise `StopTuning` to end the search after the batch it was called for
+(the command line does so on Ctrl-C): the other callbacks of that batch still run, so
+the batch is logged, and `tune` returns the result as usual.
+
 Tuners know nothing of SQLite: `tune(db=...)` in tune.py wires the records layer's
 logging callback, and resuming is `warm_start(inputs, results)` with what a log holds.
 """
@@ -17,6 +21,10 @@ from dataclasses import dataclass, field
 
 from .measure import MeasureInput, MeasureResult
 from .task import Task
+
+
+class StopTuning(Exception):
+    """Raised by a callback of `Tuner.tune` to stop the search after the current batch."""
 
 
 @dataclass
@@ -76,8 +84,9 @@ class Tuner:
              callbacks=(), batch_size: int = 16) -> TuneResult:
         """Measure up to `trials` new configs, `batch_size` at a time, calling each of
         `callbacks(tuner, inputs, results)` after every batch; stop early after
-        `early_stopping` trials without a better cost. Returns the best found (including
-        what warm_start gave)."""
+        `early_stopping` trials without a better cost, or after a batch for which a
+        callback raised StopTuning (the batch's other callbacks still run). Returns the
+        best found (including what warm_start gave)."""
         result = TuneResult(self.task, self.best_config, self.best_cost)
         done, last_improved = 0, 0
         while done < trials and self.has_next():
@@ -89,14 +98,18 @@ class Tuner:
             results = measurer.measure(inputs)
             before = self.best_cost
             self.update(inputs, results)
+            stop = False
             for cb in callbacks:
-                cb(self, inputs, results)
+                try:
+                    cb(self, inputs, results)
+                except StopTuning:
+                    stop = True
             done += len(inputs)
             if self.best_cost < before:
                 last_improved = done
             result.history.append((done, self.task.flop / self.best_cost / 1e9
                                    if math.isfinite(self.best_cost) else 0.0))
-            if early_stopping is not None and done - last_improved >= early_stopping:
+            if stop or (early_stopping is not None and done - last_improved >= early_stopping):
                 break
         result.best_config, result.best_cost, result.trials = self.best_config, self.best_cost, done
         return result

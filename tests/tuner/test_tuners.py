@@ -13,6 +13,7 @@ from tuner import MeasureInput, Task
 from tuner.ga_tuner import GATuner
 from tuner.grid_search_tuner import GridSearchTuner
 from tuner.random_tuner import RandomTuner, random_unvisited
+from tuner.tuner_base import StopTuning
 
 TUNERS = {"random": RandomTuner, "grid": GridSearchTuner,
           "ga": functools.partial(GATuner, pop_size=20)}  # a pop_size that batches of 16 cut
@@ -109,6 +110,25 @@ def test_callbacks_are_called_once_per_batch_with_its_inputs_and_results(task):
     assert all(t is tuner and len(inputs) == len(results) for t, inputs, results in calls)
     assert [i.config.index for _, inputs, _ in calls for i in inputs] == measurer.measured
     assert result.trials == 40
+
+
+def test_a_callback_raising_stop_tuning_ends_the_run_after_its_batch(task):
+    logged = []
+
+    def stop_in_second_batch(tuner, inputs, results):
+        if len(tuner.measured) > 16:
+            raise StopTuning
+
+    def log(tuner, inputs, results):
+        logged.extend(i.config.index for i in inputs)
+
+    measurer = FakeMeasurer()
+    result = RandomTuner(task, seed=0).tune(100, measurer, callbacks=[stop_in_second_batch, log],
+                                            batch_size=16)
+    assert measurer.batches == [16, 16]
+    assert logged == measurer.measured  # the callback after the one that stopped still ran
+    assert result.trials == 32 and [n for n, _ in result.history] == [16, 32]
+    assert result.best_config is not None
 
 
 def test_ga_rejects_bad_parameters(task):
