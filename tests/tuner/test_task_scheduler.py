@@ -1,0 +1,113 @@
+"""TaskScheduler with a fake measurer: how it splits the trials between tasks, that it
+stops where it says it does (trials, time budget, early stopping, stop()), that every
+batch is logged, and that a second run measures no config twice."""
+from __future__ import annotations
+
+import pytest
+
+import records
+from fake_measurer import FakeMeasurer, bowl_cost
+from tuner import Task
+from tuner.task_scheduler import TaskScheduler
+
+IMPROVING = Task("matmul", (64, 64, 64))
+FLAT = Task("matmul", (32, 32, 32))
+
+
+def flat_for(task):
+    """Every config of `task` costs the same, so it never improves; every other task's
+    next config is faster than all before it, so those always improve."""
+    measured = {}
+
+    def cost(config):
+        if config.space.args == task.args:
+            return 1e-3
+        measured[config.space.args] = measured.get(config.space.args, 0) + 1
+        return 1e-3 / measured[config.space.args]
+    return cost
+
+
+def run(tmp_path, tasks, trials, measurer=None, **options):
+    measurer = measurer or FakeMeasurer()
+    with records.Database(tmp_path / "tune.db") as db:
+        scheduler = TaskScheduler(tasks, trials, measurer, db, tuner="random", seed=0,
+                                  batch_size=8, **options)
+        states = scheduler.run()
+        logged = {t.template + str(t.args): t.records for t in db.tasks()}
+    return scheduler, states, logged, measurer
+
+
+def test_a_task_that_stopped_improving_gets_fewer_trials(tmp_path):
+    improving_too = Task("matmul", (48, 48, 48))
+    measurer = FakeMeasurer(flat_for(FLAT))
+    scheduler, states, _, _ = run(tmp_path, [FLAT, IMPROVING, improving_too], 160, measurer)
+    done = {s.task: s.done for s in states}
+    assert scheduler.done == 160 and scheduler.stop_reason == "trials spent"
+    assert done[FLAT] < done[IMPROVING] and done[FLAT] < done[improving_too], done
+    assert done[FLAT] >= 8 * 2  # its first batch and round-robin turns: it never starves
+    assert done[IMPROVING] >= 2 * done[FLAT], done
+
+
+def test_every_batch_and_the_fallbacks_are_logged(tmp_path):
+    scheduler, states, logged, measurer = run(tmp_path, [FLAT, IMPROVING], 40)
+    assert measurer.batches[0] == 2  # the two fallback configs, measured once together
+    assert sum(logged.values()) == 40 + 2 == len(measurer.measured)
+    assert all(s.fallback_cost is not None and s.speedup >= 1.0 for s in states)
+
+
+def test_stop_ends_the_run_after_the_batch_in_flight(tmp_path):
+    measurer = FakeMeasurer()
+    holder = {}
+
+    def on_batch(scheduler, state):
+        holder["scheduler"] = scheduler
+        if state.batches == 2:
+            scheduler.stop("SIGINT")
+
+    scheduler, states, logged, _ = run(tmp_path, [IMPROVING], 400, measurer,
+                                       on_batch=on_batch)
+    assert scheduler.stop_reason == "SIGINT"
+    assert states[0].done == 16 and sum(logged.values()) == 16 + 1
+
+
+def test_the_time_budget_is_not_overrun_by_a_batch(tmp_path):
+    import time
+
+    def slow(config):
+        time.sleep(0.01)
+        return bowl_cost(config)
+
+    scheduler, states, _, _ = run(tmp_path, [IMPROVING], 10_000, FakeMeasurer(slow),
+                                  time_budget=0.5)
+    assert scheduler.stop_reason == "time budget"
+    assert 0 < scheduler.done < 10_000 and scheduler.elapsed() < 0.5 + 0.2
+
+
+def test_early_stopping_takes_a_task_out_of_the_rotation(tmp_path):
+    measurer = FakeMeasurer(flat_for(FLAT))
+    scheduler, states, _, _ = run(tmp_path, [FLAT, IMPROVING], 200, measurer,
+                                  early_stopping=16)
+    flat = next(s for s in states if s.task == FLAT)
+    assert flat.finished == "early stopping" and flat.done <= 24
+
+
+def test_a_second_run_measures_no_config_twice(tmp_path):
+    run(tmp_path, [FLAT, IMPROVING], 48)
+    _, states, logged, second = run(tmp_path, [FLAT, IMPROVING], 48)
+    assert sum(s.resumed for s in states) == 48 + 2  # the first run's trials and fallbacks
+    assert sum(logged.values()) == 2 * 48 + 2  # the fallbacks only once
+    assert second.batches[0] == 8  # no fallback batch: the log had them
+    with records.Database(tmp_path / "tune.db") as db:
+        for task in (FLAT, IMPROVING):
+            indices = [r.config_index for r in db.records(task)]
+            assert len(indices) == len(set(indices))
+
+
+def test_bad_arguments_are_value_errors(tmp_path):
+    with records.Database(tmp_path / "t.db") as db:
+        for kwargs, words in (({"tasks": []}, "no tasks"), ({"tasks": [FLAT, FLAT]}, "twice"),
+                              ({"tuner": "sa"}, "unknown tuner"), ({"trials": 0}, "trials")):
+            args = {"tasks": [FLAT], "trials": 8, "measurer": FakeMeasurer(), "db": db,
+                    **kwargs}
+            with pytest.raises(ValueError, match=words):
+                TaskScheduler(**args)
