@@ -1,0 +1,272 @@
+"""`autosched tune`: tune one task or a tasks file on Ray, logging every batch; with the
+tasks file, the duration of --time-budget, the Ray cluster it joins, the signals that
+stop it and what it shows while it runs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import sys
+
+import click
+
+from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, format_clock,
+                     format_errors, format_gflops, format_ratio, make_console, make_task,
+                     open_log, print_table, task_label)
+
+DEFAULT_TRIALS_PER_TASK = 64
+TUNER_NAMES = ("xgb", "ga", "random", "grid")
+
+
+def _tasks_file(path: str, target: str) -> list:
+    """The tasks of a tasks file: a JSON list of {"template": NAME, "args": [...]}
+    objects, each optionally with "target" (default: --target)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as err:
+        raise BadInput(f"--tasks {path}: cannot read it: {err.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BadInput(f"--tasks {path}: not JSON: {err}") from None
+    shape = 'a JSON list of {"template": NAME, "args": [...]} objects'
+    if not isinstance(data, list) or not data:
+        raise BadInput(f"--tasks {path}: expected {shape}")
+    tasks = []
+    for n, entry in enumerate(data, start=1):
+        where = f"--tasks {path}: task {n}: "
+        if not isinstance(entry, dict) or not isinstance(entry.get("template"), str):
+            raise BadInput(f"{where}expected an object with \"template\" and \"args\" "
+                           f"({shape}), got {json.dumps(entry)}")
+        unknown = set(entry) - {"template", "args", "target"}
+        if unknown:
+            raise BadInput(f"{where}unknown field(s) {', '.join(sorted(unknown))}; the "
+                           f"fields are template, args, target")
+        args = entry.get("args", [])
+        if not isinstance(args, list):
+            raise BadInput(f"{where}\"args\" must be a list, got {json.dumps(args)}")
+        task = make_task(entry["template"], args, entry.get("target", target), where)
+        if task in tasks:
+            raise BadInput(f"{where}{task_label(task.name, task.args)} is listed twice")
+        tasks.append(task)
+    return tasks
+
+
+def _parse_duration(_ctx, _param, text: str | None) -> float | None:
+    """Seconds of a time budget: "8h", "30m", "90s", "1h30m", "1.5h" or plain seconds."""
+    if text is None:
+        return None
+    number = r"(\d+(?:\.\d*)?)"
+    words = "".join(text.split()).lower()
+    match = re.fullmatch(number, words) or \
+        re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}s)?", words)
+    if not words or match is None:
+        raise click.BadParameter(f"cannot read {text!r} as a duration; write e.g. 8h, 30m, "
+                                 f"90s, 1h30m or plain seconds")
+    parts = [float(g or 0) for g in match.groups()]
+    total = parts[0] if len(parts) == 1 else parts[0] * 3600 + parts[1] * 60 + parts[2]
+    if total <= 0:
+        raise click.BadParameter(f"{text!r} is no time at all; give a positive duration")
+    return total
+
+
+@click.command()
+@click.argument("spec", nargs=-1, metavar="[TEMPLATE ARGS...]")
+@click.option("--tasks", "tasks_path", type=click.Path(dir_okay=False),
+              help='A JSON file: a list of {"template": NAME, "args": [...]} objects '
+                   '(optionally "target"), tuned in one run.')
+@click.option("--trials", type=click.IntRange(min=1),
+              help=f"Trials to measure, in total over the tasks "
+                   f"[default: {DEFAULT_TRIALS_PER_TASK} per task].")
+@click.option("--tuner", type=click.Choice(TUNER_NAMES), default="xgb", show_default=True)
+@db_option
+@click.option("--target", default="llvm", show_default=True,
+              help='The target to tune for (e.g. "llvm -mcpu=skylake-avx512").')
+@click.option("--time-budget", callback=_parse_duration, metavar="DURATION",
+              help="Start no batch that would end after this: 8h, 30m, 90s, 1h30m, seconds.")
+@click.option("--early-stopping", type=click.IntRange(min=1), metavar="N",
+              help="Stop tuning a task after N of its trials without improvement.")
+@click.option("--parallel", type=click.IntRange(min=1), metavar="N",
+              help="Builds at a time [default: the Ray cluster's CPUs].")
+@click.option("--ray-address", metavar="ADDR",
+              help='Join this Ray cluster ("host:port" or "auto") [default: a local Ray].')
+@click.option("--seed", type=int, help="Makes the tuners' proposals reproducible.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Configs measured (and logged) at a time.")
+def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
+         parallel, ray_address, seed, batch_size):
+    """Tune TEMPLATE for ARGS, or every task of --tasks, logging every batch to the log.
+
+    Resumes from what the log holds: no config is measured twice. Ctrl-C (SIGINT) or
+    SIGTERM stops after the batch in flight, which is logged; the exit code is then
+    130 / 143.
+
+    Example: autosched tune matmul 256 256 256 --trials 64 --db tune.db
+    """
+    if bool(spec) == bool(tasks_path):
+        raise BadInput("tune needs TEMPLATE ARGS... or --tasks FILE (one of the two)")
+    tasks = (_tasks_file(tasks_path, target) if tasks_path
+             else [make_task(spec[0], spec[1:], target)])
+    trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
+    check_log(db_path)
+    measurer = _start_measurer(ray_address, parallel, tasks)
+    from tuner.task_scheduler import TaskScheduler
+    try:
+        with open_log(db_path, create=True) as db:
+            scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
+                                      early_stopping=early_stopping, seed=seed,
+                                      batch_size=batch_size, time_budget=time_budget)
+            progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
+            scheduler.on_batch = progress.on_batch
+            with _StopOnSignal(scheduler, progress) as stopper, progress:
+                states = scheduler.run()
+            _print_summary(scheduler, states, db, db_path)
+    finally:
+        measurer.close()
+    return SIGNAL_EXIT.get(stopper.signum, 0)
+
+
+def _start_measurer(address: str | None, parallel: int | None, tasks):
+    """A started Measurer; BadInput when the cluster cannot be reached or has no node
+    that can time the tasks' targets."""
+    import ray
+    from tuner.measurer import Measurer
+    from tuner.ray_session import RayConnectionError, timing_resource
+    if address is not None and address != "auto":
+        _probe(address)
+    measurer = Measurer(address=address, n_parallel=parallel)
+    try:
+        measurer.start()
+    except RayConnectionError as err:
+        raise BadInput(str(err)) from None
+    for target in {str(t.target): t.target for t in tasks}.values():
+        resource = timing_resource(target)
+        if ray.cluster_resources().get(resource, 0) < 1:
+            raise BadInput(f"no node of the Ray cluster can time candidates for {target}: "
+                           f"none advertises the resource {resource!r}")
+    return measurer
+
+
+def _probe(address: str) -> None:
+    """BadInput unless something listens at `address` ("host:port" or "ray://host:port"):
+    Ray itself retries an unreachable address for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise BadInput(f"--ray-address {address!r}: expected host:port (or auto)")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise BadInput(f"cannot reach the Ray cluster at {address!r}: "
+                       f"{err.strerror or err}") from None
+
+
+class _StopOnSignal:
+    """While tuning: the first SIGINT / SIGTERM asks the scheduler to stop after the batch
+    in flight; a second one aborts that batch (KeyboardInterrupt)."""
+
+    def __init__(self, scheduler, progress):
+        self.scheduler, self.progress = scheduler, progress
+        self.signum: int | None = None
+        self._old: dict = {}
+
+    def __enter__(self) -> "_StopOnSignal":
+        # Ray's worker processes run in process groups of their own and its daemons block
+        # SIGINT, so a terminal's Ctrl-C reaches only this process: the batch goes on.
+        self._old = {s: signal.signal(s, self._handle) for s in SIGNAL_EXIT}
+        return self
+
+    def __exit__(self, *exc_info):
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
+
+    def _handle(self, signum, _frame):
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+        name = signal.Signals(signum).name
+        self.scheduler.stop(name)
+        self.progress.stopping(name)
+
+
+class _TuneProgress:
+    """What `tune` shows while it runs: on a terminal a live table of the tasks (trials,
+    best GFLOPS and its ratio to the untuned fallback, errors by kind, ETA); otherwise
+    one plain line per batch, so that a log file of an overnight run stays readable."""
+
+    def __init__(self, scheduler, db_path: str, single: bool):
+        self.scheduler, self.db_path, self.single = scheduler, db_path, single
+        self.live = sys.stdout.isatty()
+        self.stop_note: str | None = None
+        self._live = None
+
+    def __enter__(self) -> "_TuneProgress":
+        if self.live:
+            from rich.live import Live
+            self._live = Live(self, console=make_console(), refresh_per_second=2,
+                              transient=True)
+            self._live.start()
+        else:
+            s = self.scheduler
+            click.echo(f"tuning {len(s.tasks)} task(s) with {s.tuner_name}, {s.trials} "
+                       f"trials, batches of {s.batch_size}; log {self.db_path}")
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._live is not None:
+            self._live.stop()
+
+    def stopping(self, signame: str) -> None:
+        """Say at once that a stop was asked for (from a signal handler: no buffered I/O)."""
+        self.stop_note = f"{signame}: stopping after the batch in flight (again to abort it)"
+        if not self.live:
+            os.write(sys.stderr.fileno(), f"autosched: {self.stop_note}\n".encode())
+
+    def on_batch(self, scheduler, state) -> None:
+        if not self.live:
+            click.echo(self._line(state))
+
+    def _trials(self, state) -> str:
+        return f"{state.done}/{self.scheduler.trials}" if self.single else str(state.done)
+
+    def _line(self, state) -> str:
+        s = self.scheduler
+        head = f"[{format_clock(s.elapsed())}] {task_label(state.task.name, state.task.args)}"
+        if state.batches == 0:
+            gflops = (state.task.flop / state.fallback_cost / 1e9
+                      if state.fallback_cost is not None else None)
+            return f"{head}: fallback config {format_gflops(gflops)} GFLOPS"
+        ratio = f" ({state.speedup:.2f}x fallback)" if state.speedup is not None else ""
+        return (f"{head}: trials {self._trials(state)}, run {s.done}/{s.trials}, best "
+                f"{format_gflops(state.best_gflops)} GFLOPS{ratio}, errors "
+                f"{format_errors(state.errors)}, ETA {format_clock(s.eta())}")
+
+    def __rich__(self):
+        from rich.console import Group
+        from rich.table import Table
+        s = self.scheduler
+        head = (f"autosched tune: {s.done}/{s.trials} trials, {format_clock(s.elapsed())} "
+                f"elapsed, ETA {format_clock(s.eta())}, log {self.db_path}")
+        table = Table("task", "trials", "best GFLOPS", "vs fallback", "errors", "state")
+        for state in s.states:
+            busy = "measuring" if s.in_flight is state else state.finished or "waiting"
+            table.add_row(task_label(state.task.name, state.task.args), self._trials(state),
+                          format_gflops(state.best_gflops), format_ratio(state.speedup),
+                          format_errors(state.errors), busy)
+        return Group(head, table, *([self.stop_note] if self.stop_note else []))
+
+
+def _print_summary(scheduler, states, db, db_path: str) -> None:
+    from rich.table import Table
+    logged = {(t.template, tuple(t.args), t.target): t.records for t in db.tasks()}
+    table = Table("task", "tuner", "trials", "in log", "best GFLOPS", "vs fallback",
+                  "errors", "ended")
+    for st in states:
+        key = (st.task.name, st.task.args, str(st.task.target))
+        table.add_row(task_label(st.task.name, st.task.args), st.tuner_name, str(st.done),
+                      str(logged.get(key, 0)), format_gflops(st.best_gflops),
+                      format_ratio(st.speedup), format_errors(st.errors),
+                      st.finished or scheduler.stop_reason or "")
+    console = print_table(table)
+    console.print(f"{scheduler.done} trials in {format_clock(scheduler.elapsed())} "
+                  f"(ended: {scheduler.stop_reason}); log {db_path}")
