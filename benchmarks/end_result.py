@@ -1,0 +1,90 @@
+"""End result of tuning: XGB with 256 trials on matmul 1024^3 and on the ResNet conv2d
+layer (1,64,56,56) x (64,64,3,3) pad 1, against numpy's default OpenBLAS and PyTorch.
+
+Prints, in one run, for each task: the trials measured and the wall time of tuning, the
+best GFLOPS the tuner saw, then the untuned fallback and the tuned best built again and
+timed in alternating rounds with the peer (numpy's matmul; PyTorch's conv2d when
+installed), with the median of the per-round ratios. The targets of issue 7 are printed
+next to the figures (1.2x numpy on matmul, 185 GFLOPS on conv2d).
+
+    .venv/bin/python benchmarks/end_result.py [--trials 256] [--seed 0] [--skip-conv]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks_common import side_by_side  # noqa: E402
+from tuner import Task, tune  # noqa: E402
+
+
+def tuned(task: Task, trials: int, seed: int, db: str):
+    """Tune `task` with XGB, logging to `db`; prints trials and wall time."""
+    start = time.perf_counter()
+    result = tune(task, trials, tuner="xgb", seed=seed, db=db)
+    wall = time.perf_counter() - start
+    print(f"{task}: xgb measured {result.trials} trials in {wall / 60:.1f} min "
+          f"({result.trials / wall * 60:.0f} per minute); best seen while tuning "
+          f"{result.best_gflops:.1f} GFLOPS")
+    return result
+
+
+def report(task: Task, result, arrays, peer, peer_name: str) -> dict:
+    """The fallback and the tuned best, timed in rounds with `peer`; prints and returns
+    {label: (seconds, ratio peer / ours)}."""
+    configs = {"fallback": task.config_space.fallback(), "xgb best": result.best_config}
+    peer_s, figures = side_by_side(task.name, task.args, configs, arrays, peer)
+    gf = lambda sec: task.flop / sec / 1e9  # noqa: E731
+    print(f"  {peer_name:10s} {gf(peer_s):7.1f} GFLOPS")
+    for label, (sec, ratio) in figures.items():
+        print(f"  {label:10s} {gf(sec):7.1f} GFLOPS  ratio to {peer_name} {ratio:.2f}")
+    print(f"  best config: {result.best_config}")
+    return figures
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-conv", action="store_true")
+    opt = p.parse_args()
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "end_result.db")
+        n = 1024
+        task = Task("matmul", (n, n, n))
+        result = tuned(task, opt.trials, opt.seed, db)
+        a, b = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+        c = np.empty((n, n), "float32")
+        figures = report(task, result, (a, b, c), lambda: np.matmul(a, b, out=c), "numpy")
+        print(f"  target: 1.20x numpy; reached {figures['xgb best'][1]:.2f}x")
+        if opt.skip_conv:
+            return
+        task = Task("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1))
+        result = tuned(task, opt.trials, opt.seed, db)
+        d = rng.random((1, 64, 56, 56), dtype="float32")
+        w = rng.random((64, 64, 3, 3), dtype="float32")
+        out = np.empty((1, 64, 56, 56), "float32")
+        try:
+            import torch
+        except ImportError:
+            print("  PyTorch is not installed: timing against nothing (pip install torch)")
+            figures = report(task, result, (d, w, out), lambda: None, "nothing")
+        else:
+            td, tw = torch.from_numpy(d), torch.from_numpy(w)
+            figures = report(task, result, (d, w, out),
+                             lambda: torch.nn.functional.conv2d(td, tw, padding=1), "PyTorch")
+        print(f"  target: 185 GFLOPS; reached {task.flop / figures['xgb best'][0] / 1e9:.1f}")
+
+
+if __name__ == "__main__":
+    main()
