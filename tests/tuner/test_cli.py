@@ -108,13 +108,15 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
         while (seen := records_in(db)) < 1 + BATCH:  # the fallback and one batch
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
-        # A terminal's Ctrl-C goes to the whole process group, Ray's processes included.
-        os.killpg(proc.pid, signum)
+        if signum == signal.SIGINT:  # a terminal's Ctrl-C: the whole process group
+            os.killpg(proc.pid, signum)
+        else:  # `kill PID`
+            os.kill(proc.pid, signum)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == code, err
+    assert proc.returncode == code, (out, err)
     total = records_in(db)
     trials = total - 1  # the fallback config is no trial
     assert trials % BATCH == 0 and total >= seen + BATCH  # the batch in flight finished

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, format_clock,
+from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
                      format_errors, format_gflops, format_ratio, make_console, make_task,
                      open_log, print_table, task_label)
 
@@ -120,8 +120,19 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
             progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
             scheduler.on_batch = progress.on_batch
             with _StopOnSignal(scheduler, progress) as stopper, progress:
-                states = scheduler.run()
-            _print_summary(scheduler, states, db, db_path)
+                try:
+                    scheduler.run()
+                except Exception as err:  # noqa: BLE001 - see below
+                    if stopper.signum is None:
+                        raise
+                    # A signal sent to the whole process group (a service manager's
+                    # SIGTERM) also reaches Ray's daemons, which may end the batch in
+                    # flight: the batches before it are logged, and the exit code
+                    # still says which signal stopped the run.
+                    click.echo(f"autosched: the batch in flight was lost after "
+                               f"{signal.Signals(stopper.signum).name}: "
+                               f"{describe_error(err)}", err=True)
+            _print_summary(scheduler, scheduler.states, db, db_path)
     finally:
         measurer.close()
     return SIGNAL_EXIT.get(stopper.signum, 0)
@@ -163,7 +174,7 @@ def _probe(address: str) -> None:
 
 class _StopOnSignal:
     """While tuning: the first SIGINT / SIGTERM asks the scheduler to stop after the batch
-    in flight; a second one aborts that batch (KeyboardInterrupt)."""
+    in flight; a second SIGINT aborts that batch (KeyboardInterrupt)."""
 
     def __init__(self, scheduler, progress):
         self.scheduler, self.progress = scheduler, progress
@@ -182,7 +193,9 @@ class _StopOnSignal:
 
     def _handle(self, signum, _frame):
         if self.signum is not None:
-            raise KeyboardInterrupt
+            if signum == signal.SIGINT:  # Ctrl-C again: a person who will not wait
+                raise KeyboardInterrupt
+            return  # a repeated SIGTERM changes nothing: the batch is being finished
         self.signum = signum
         name = signal.Signals(signum).name
         self.scheduler.stop(name)
