@@ -5,8 +5,9 @@ tensors)`; `space(name, *args)` is its ConfigSpace for those arguments.
 what the template computes, so that a tuner can check a measured config's output
 against it without knowing the operator (`Template.reference_outputs`).
 
-A template's `version` is a short hash of its source, carried by every config made from
-it, so that records written for an older body of the template are recognised as stale.
+A template's `version` is a short hash of its source and of the helpers of its package
+that it calls, carried by every config made from it, so that records written for an
+older template are recognised as stale.
 """
 from __future__ import annotations
 
@@ -27,13 +28,46 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def _source_version(fn: Callable) -> str:
-    """sha256 of the function's source, or of its code object when the source cannot be
-    read (a function made by exec); 12 hex digits."""
+    """sha256 of the function's source and of the helpers it calls, 12 hex digits.
+
+    A template's schedule usually lives in helper functions of its package (matmul's
+    `_schedule`, the convolutions' `schedule_output`): a change there changes the
+    configs' meaning as much as a change of the body, so the hash takes in, transitively,
+    every function of the template's own top-level package that its code names, and the
+    plain constants it names (tile limits). Code of other packages (compiler.ops) is not
+    included. A function whose source cannot be read (made by exec) counts by its code
+    object."""
+    return hashlib.sha256(_source_closure(fn, set())).hexdigest()[:12]
+
+
+def _source_closure(fn: Callable, seen: set) -> bytes:
+    seen.add(fn)
     try:
         data = inspect.getsource(fn).encode()
     except (OSError, TypeError):
         data = marshal.dumps(fn.__code__)
-    return hashlib.sha256(data).hexdigest()[:12]
+    package = _package(fn)
+    for name in sorted(_names(fn.__code__)):
+        value = fn.__globals__.get(name)
+        if inspect.isfunction(value):
+            if value not in seen and _package(value) == package and value.__module__ != __name__:
+                data += _source_closure(value, seen)
+        elif isinstance(value, _PLAIN):
+            data += f"\n{name} = {value!r}".encode()
+    return data
+
+
+def _package(fn: Callable) -> str:
+    return (fn.__module__ or "").partition(".")[0]
+
+
+def _names(code) -> set[str]:
+    """The global (and attribute) names a code object and the code nested in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= _names(const)
+    return names
 
 
 def _plain(value):

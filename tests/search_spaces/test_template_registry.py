@@ -52,6 +52,18 @@ def test_templates_without_readable_source_are_versioned_by_their_code():
     assert len(first.version) == 12 and first.version != second.version
 
 
+def test_the_version_changes_with_a_helper_or_a_constant_the_template_uses():
+    versions = []
+    for helper, limit in (("[1, 2]", 4), ("[1, 2, 3]", 4), ("[1, 2]", 8)):
+        made = {"__name__": "registry_exec_helpers"}
+        exec(f"LIMIT = {limit}\n"
+             f"def helper(cfg):\n    cfg.define_knob('k', {helper})\n"
+             f"def fn(cfg):\n    helper(cfg)\n    cfg.define_knob('n', [LIMIT])\n"
+             f"    return None, []", made)
+        versions.append(template(f"registry_test_helpers_{len(versions)}")(made["fn"]).version)
+    assert len(set(versions)) == 3, versions
+
+
 def test_registering_the_same_function_again_replaces_it():
     again = template("registry_test_v1")(body_one.fn)
     assert search_spaces.get_template("registry_test_v1") is again
