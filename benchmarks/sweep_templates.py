@@ -44,6 +44,9 @@ WORKLOADS = {
     "conv2d_nchw": ([(1, 3, 9, 9, 4, 3, 3, 1, 1), (2, 5, 7, 13, 6, 3, 2, 2, 1),
                      (1, 8, 13, 7, 16, 1, 1, 1, 0)],
                     lambda d, w, *, args: _conv(d, w, args[7], args[8])),
+    "conv2d_nchw_packed": ([(1, 3, 9, 9, 4, 3, 3, 1, 1), (2, 6, 7, 13, 8, 3, 2, 2, 1),
+                            (1, 8, 13, 7, 16, 1, 1, 1, 0)],
+                           lambda d, w, *, args: _conv(d, w, args[7], args[8])),
     "depthwise_conv2d_nchw": ([(1, 6, 9, 9, 3, 3, 1, 1), (2, 5, 13, 7, 3, 2, 2, 1)],
                               lambda d, w, *, args: _conv(d, w, args[6], args[7], True)),
 }

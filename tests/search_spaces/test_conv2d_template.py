@@ -1,5 +1,6 @@
-"""The `conv2d_nchw` template: every sampled point builds and matches numpy, odd shapes,
-strides and paddings included; the space is big enough to tune."""
+"""The `conv2d_nchw` and `conv2d_nchw_packed` templates: every sampled point builds and
+matches numpy, odd shapes, strides and paddings included; the space is big enough to
+tune."""
 import numpy as np
 import pytest
 
@@ -24,16 +25,17 @@ def reference(d, w, stride, pad):
 
 
 @pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("name", ["conv2d_nchw", "conv2d_nchw_packed"])
 @pytest.mark.parametrize("args", CASES, ids=lambda a: "-".join(map(str, a)))
-def test_sampled_configs_match_numpy(args):
+def test_sampled_configs_match_numpy(name, args):
     N, C, H, W, K, R, S, stride, pad = args
-    space = search_spaces.space("conv2d_nchw", *args)
+    space = search_spaces.space(name, *args)
     rng = np.random.default_rng(sum(args))
     d = rng.random((N, C, H, W), dtype="float32")
     w = rng.random((K, C, R, S), dtype="float32")
     expected = reference(d.astype("float64"), w, stride, pad)
     for cfg in space.sample(7, seed=sum(args)) + [space.fallback()]:
-        s, tensors = search_spaces.instantiate("conv2d_nchw", *args, config=cfg)
+        s, tensors = search_spaces.instantiate(name, *args, config=cfg)
         f = compiler.build(s, tensors)
         out = np.full(expected.shape, np.nan, "float32")
         f(d, w, out)
@@ -44,6 +46,7 @@ def test_space_size_for_resnet_layer():
     assert len(search_spaces.space("conv2d_nchw", 1, 64, 56, 56, 64, 3, 3, 1, 1)) >= 10 ** 4
 
 
-def test_empty_output_is_a_clear_error():
+@pytest.mark.parametrize("name", ["conv2d_nchw", "conv2d_nchw_packed"])
+def test_empty_output_is_a_clear_error(name):
     with pytest.raises(ValueError, match="leaves no output of a 2x2 input"):
-        search_spaces.space("conv2d_nchw", 1, 1, 2, 2, 1, 3, 3, 1, 0)
+        search_spaces.space(name, 1, 1, 2, 2, 1, 3, 3, 1, 0)

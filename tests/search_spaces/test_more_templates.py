@@ -64,5 +64,5 @@ def test_space_sizes():
 def test_registered_templates():
     names = search_spaces.templates()
     for name in ("matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
-                 "depthwise_conv2d_nchw"):
+                 "conv2d_nchw_packed", "depthwise_conv2d_nchw"):
         assert name in names

@@ -17,6 +17,7 @@ CASES = [
     ("conv2d_nchw", (1, 3, 7, 7, 4, 3, 3)),
     ("conv2d_nchw", (2, 5, 13, 7, 6, 3, 3, 2, 1)),
     ("conv2d_nchw", (1, 4, 13, 13, 3, 5, 2, 2, 2)),
+    ("conv2d_nchw_packed", (2, 6, 13, 7, 8, 3, 3, 2, 1)),
     ("depthwise_conv2d_nchw", (1, 3, 7, 7, 3, 3)),
     ("depthwise_conv2d_nchw", (2, 5, 13, 7, 3, 3, 2, 1)),
 ]
@@ -108,5 +109,5 @@ def test_a_reference_that_is_not_callable_is_a_space_error():
 
 def test_every_registered_operator_template_has_a_reference():
     for name in ("matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
-                 "depthwise_conv2d_nchw"):
+                 "conv2d_nchw_packed", "depthwise_conv2d_nchw"):
         assert callable(search_spaces.get_template(name).reference), name

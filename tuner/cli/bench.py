@@ -156,7 +156,7 @@ def _torch_equivalent(task, inputs):
             return lambda: torch.bmm(t[0], t[1]).numpy()
         case "dense_bias_relu":
             return lambda: torch.relu(F.linear(t[0], t[1], t[2])).numpy()
-        case "conv2d_nchw":
+        case "conv2d_nchw" | "conv2d_nchw_packed":
             return lambda: F.conv2d(t[0], t[1], stride=a["stride"], padding=a["padding"]).numpy()
         case "depthwise_conv2d_nchw":
             return lambda: F.conv2d(t[0], t[1], stride=a["stride"], padding=a["padding"],

@@ -1,0 +1,98 @@
+"""The `conv2d_nchw_packed` template: the convolution of `conv2d_nchw` (same arguments,
+tensors and numpy reference), computed in a packed layout inside the kernel, after
+TVM's x86 conv2d_NCHWc.
+
+Inside, the input is repacked (and zero padded) as data[N, C/ic, H, W, ic] and the kernel
+as kernel[K/oc, C/ic, R, S, ic, oc]; the convolution writes out[N, K/oc, OH, OW, oc], and
+a last stage unpacks that to NCHW. The vector runs along `oc` output channels: every
+input element is broadcast once and multiplied into `oc` channels at a time, so the
+width of the output rows (56 in ResNet) no longer has to fit the vector width. The
+register tile is `ow` output columns by `oc` channels, accumulated over the input
+channels and the kernel window.
+
+Knobs: the input-channel block (`tile_ic`), the output-channel block, which is the
+vector width (`tile_oc`), the output columns of the register tile (`tile_ow`), whether
+the input-channel blocks run outside or inside the kernel window (`ic_outer`), whether
+the window's columns are unrolled (`unroll_kw`), and how many outer loops are fused and
+run in parallel (`fuse_parallel`). The accumulator is computed at the column-tile loop.
+"""
+from __future__ import annotations
+
+from compiler import te
+
+from .conv2d import conv2d_nchw_reference, output_size
+from .registry import template
+
+MAX_REGISTER_COLUMNS = 32  # output columns of the register tile (unrolled)
+
+
+@template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
+def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
+                       stride: int = 1, padding: int = 0):
+    """2-D convolution with zero padding, packed inside; returns the schedule and
+    [data, kernel, out] (NCHW, as conv2d_nchw)."""
+    OH, OW = output_size("conv2d_nchw_packed", H, W, R, S, stride, padding)
+    data = te.placeholder((N, C, H, W), name="data")
+    kernel = te.placeholder((K, C, R, S), name="kernel")
+    cfg.define_split("tile_ic", C, num_outputs=2, filter=lambda e: e.size[-1] <= 64)
+    cfg.define_split("tile_oc", K, num_outputs=2, filter=lambda e: 4 <= e.size[-1] <= 64
+                     or e.size[-1] == K)
+    cfg.define_split("tile_ow", OW, num_outputs=2,
+                     filter=lambda e: e.size[-1] <= MAX_REGISTER_COLUMNS)
+    cfg.define_knob("ic_outer", [1, 0])
+    cfg.define_knob("unroll_kw", [1, 0])
+    cfg.define_knob("fuse_parallel", [3, 2])
+    ic, oc = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
+
+    HP, WP = H + 2 * padding, W + 2 * padding
+    packed_data = te.compute(
+        (N, C // ic, HP, WP, ic),
+        lambda n, c, y, x, ci: te.if_then_else(
+            (y >= padding) & (y < H + padding) & (x >= padding) & (x < W + padding),
+            data[n, c * ic + ci, y - padding, x - padding], 0.0),
+        name="packed_data")
+    packed_kernel = te.compute(
+        (K // oc, C // ic, R, S, ic, oc),
+        lambda o, c, r, s, ci, oi: kernel[o * oc + oi, c * ic + ci, r, s],
+        name="packed_kernel")
+    rc = te.reduce_axis((0, C), name="rc")
+    ry = te.reduce_axis((0, R), name="ry")
+    rx = te.reduce_axis((0, S), name="rx")
+    conv = te.compute(
+        (N, K // oc, OH, OW, oc),
+        lambda n, o, y, x, oi: te.sum(
+            packed_data[n, rc // ic, y * stride + ry, x * stride + rx, rc % ic]
+            * packed_kernel[o, rc // ic, ry, rx, rc % ic, oi], axis=[rc, ry, rx]),
+        name="conv")
+    out = te.compute((N, K, OH, OW), lambda n, k, y, x: conv[n, k // oc, y, x, k % oc],
+                     name="out")
+
+    s = te.create_schedule(out.op)
+    n, c, y, _, ci = s[packed_data].op.axis
+    s[packed_data].parallel(s[packed_data].fuse(n, c, y))
+    s[packed_data].vectorize(ci)
+    o, c, *_, oi = s[packed_kernel].op.axis
+    s[packed_kernel].parallel(s[packed_kernel].fuse(o, c))
+    s[packed_kernel].vectorize(oi)
+
+    acc = s.cache_write(conv, "local")
+    n, o, y, x, oi = s[conv].op.axis
+    xo, xi = cfg["tile_ow"].apply(s, conv, x)
+    s[conv].reorder(n, o, y, xo, xi, oi)
+    s[conv].parallel(s[conv].fuse(*[n, o, y][: cfg["fuse_parallel"].val]))
+    s[conv].vectorize(oi)
+    s[acc].compute_at(s[conv], xo)
+    *spatial, ax, aoi = s[acc].op.axis
+    rc, ry, rx = s[acc].op.reduce_axis
+    rco, rci = cfg["tile_ic"].apply(s, acc, rc)
+    window = [rco, ry, rx] if cfg["ic_outer"].val else [ry, rx, rco]
+    s[acc].reorder(*window, rci, *spatial, ax, aoi)
+    s[acc].unroll(ax)
+    s[acc].vectorize(aoi)
+    if cfg["unroll_kw"].val:
+        s[acc].unroll(rx)
+
+    n, k, *_ = s[out].op.axis
+    s[out].parallel(s[out].fuse(n, k))
+    s[out].vectorize(s[out].op.axis[-1])
+    return s, [data, kernel, out]
