@@ -1,5 +1,6 @@
 """End result of tuning: XGB with 256 trials on matmul 1024^3 and on the ResNet conv2d
-layer (1,64,56,56) x (64,64,3,3) pad 1, against numpy's default OpenBLAS and PyTorch.
+layer (1,64,56,56) x (64,64,3,3) pad 1 (with each of the two conv2d templates), against
+numpy's default OpenBLAS and PyTorch.
 
 Prints, in one run, for each task: the trials measured and the wall time of tuning, the
 best GFLOPS the tuner saw, then the untuned fallback and the tuned best built again and
@@ -7,7 +8,7 @@ timed in alternating rounds with the peer (numpy's matmul; PyTorch's conv2d when
 installed), with the median of the per-round ratios. The targets of issue 7 are printed
 next to the figures (1.2x numpy on matmul, 185 GFLOPS on conv2d).
 
-    .venv/bin/python benchmarks/end_result.py [--trials 256] [--seed 0] [--skip-conv]
+    .venv/bin/python benchmarks/end_result.py [--trials 256] [--seed 0] [--skip-matmul] [--skip-conv]
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks_common import side_by_side  # noqa: E402
 from tuner import Task, tune  # noqa: E402
+
+# the same convolution, two templates: NCHW loops, and a packed NCHW[x]c layout inside
+CONV_TEMPLATES = ("conv2d_nchw", "conv2d_nchw_packed")
 
 
 def tuned(task: Task, trials: int, seed: int, db: str):
@@ -54,26 +58,36 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-matmul", action="store_true")
     p.add_argument("--skip-conv", action="store_true")
     opt = p.parse_args()
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "end_result.db")
-        n = 1024
-        task = Task("matmul", (n, n, n))
+        if not opt.skip_matmul:
+            matmul(opt, rng, db)
+        if not opt.skip_conv:
+            conv2d(opt, rng, db)
+
+
+def matmul(opt, rng, db: str) -> None:
+    n = 1024
+    task = Task("matmul", (n, n, n))
+    result = tuned(task, opt.trials, opt.seed, db)
+    a, b = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+    c = np.empty((n, n), "float32")
+    figures = report(task, result, (a, b, c), lambda: np.matmul(a, b, out=c), "numpy")
+    print(f"  target: 1.20x numpy; reached {figures['xgb best'][1]:.2f}x")
+
+
+def conv2d(opt, rng, db: str) -> None:
+    d = rng.random((1, 64, 56, 56), dtype="float32")
+    w = rng.random((64, 64, 3, 3), dtype="float32")
+    out = np.empty((1, 64, 56, 56), "float32")
+    for name in CONV_TEMPLATES:
+        task = Task(name, (1, 64, 56, 56, 64, 3, 3, 1, 1))
         result = tuned(task, opt.trials, opt.seed, db)
-        a, b = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
-        c = np.empty((n, n), "float32")
-        figures = report(task, result, (a, b, c), lambda: np.matmul(a, b, out=c), "numpy")
-        print(f"  target: 1.20x numpy; reached {figures['xgb best'][1]:.2f}x")
-        if opt.skip_conv:
-            return
-        task = Task("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1))
-        result = tuned(task, opt.trials, opt.seed, db)
-        d = rng.random((1, 64, 56, 56), dtype="float32")
-        w = rng.random((64, 64, 3, 3), dtype="float32")
-        out = np.empty((1, 64, 56, 56), "float32")
         try:
             import torch
         except ImportError:
@@ -82,7 +96,8 @@ def main():
         else:
             td, tw = torch.from_numpy(d), torch.from_numpy(w)
             figures = report(task, result, (d, w, out),
-                             lambda: torch.nn.functional.conv2d(td, tw, padding=1), "PyTorch")
+                             lambda: torch.nn.functional.conv2d(td, tw, padding=1),
+                             "PyTorch")
         print(f"  target: 185 GFLOPS; reached {task.flop / figures['xgb best'][0] / 1e9:.1f}")
 
 
