@@ -7,8 +7,10 @@ Each PrimFunc becomes two functions:
   pointers, then sizes), the one signature the runtime calls, times and exports.
 
 A parallel loop's body is outlined into `@name_parK(i32 task, i32 num_tasks, ptr closure)`
-and run by `autosched_parallel_for` (compiler/runtime/runtime.ll): each task takes one
-contiguous chunk of the iterations. Buffers we allocate are 64-byte aligned; small ones
+and run by `autosched_parallel_for_dynamic` (compiler/runtime/runtime.ll) on the
+target's cores: each task takes one contiguous chunk of the iterations, and there are up
+to TASKS_PER_CORE tasks per core, claimed by the threads as they finish, so that a core
+slowed by another process for a while gets fewer of them. Buffers we allocate are 64-byte aligned; small ones
 live on the stack, so LLVM promotes a fully unrolled and vectorized local accumulator to
 registers. Float multiply and add carry the `contract` flag, which lets LLVM fuse them
 into FMA instructions, as C compilers do by default.
@@ -31,6 +33,10 @@ _SCALAR = {"bool": I1, "int8": I8, "int32": I32, "int64": I64,
            "float32": ir.FloatType(), "float64": ir.DoubleType()}
 _SUFFIX = {"float32": "f32", "float64": "f64"}
 STACK_LIMIT = 64 * 1024  # bytes; bigger buffers come from aligned_alloc
+# Tasks per core of a parallel loop: enough that when one core runs slower than the
+# other for a while (a shared host), the faster one takes more tasks and the loop ends
+# at most about one task after the ideal; few enough that claiming them costs nothing.
+TASKS_PER_CORE = 8
 _FAST = ("contract",)
 _ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
 _INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
@@ -248,11 +254,16 @@ class CodeGenLLVM:
 
         b = self.builder
         extent = self._int_as(self.expr(loop.extent), I32)
-        cores = I32(self.num_cores)
-        ntasks = b.select(b.icmp_signed("<", extent, cores), extent, cores)
+        most = I32(self.num_cores * TASKS_PER_CORE)
+        ntasks = b.select(b.icmp_signed("<", extent, most), extent, most)
         ntasks = b.select(b.icmp_signed("<", ntasks, I32(1)), I32(1), ntasks)
-        launch = self._declare("autosched_parallel_for", I32, [PTR, PTR, I32])
-        rc = b.call(launch, [body_fn, closure, ntasks])
+        # as many tasks as chunks of ceil(extent / ntasks) iterations: none is left empty
+        chunk = b.sdiv(b.sub(b.add(extent, ntasks), I32(1)), ntasks)
+        chunk = b.select(b.icmp_signed("<", chunk, I32(1)), I32(1), chunk)
+        ntasks = b.sdiv(b.sub(b.add(extent, chunk), I32(1)), chunk)
+        ntasks = b.select(b.icmp_signed("<", ntasks, I32(1)), I32(1), ntasks)
+        launch = self._declare("autosched_parallel_for_dynamic", I32, [PTR, PTR, I32, I32])
+        rc = b.call(launch, [body_fn, closure, ntasks, I32(self.num_cores)])
         self._fail_if(b.icmp_signed("!=", rc, I32(0)), rc)
 
     def _allocate(self, buf, body) -> None:

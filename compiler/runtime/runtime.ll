@@ -56,14 +56,23 @@
 ; A nonzero task return code of the current launch (any one of them), else 0.
 @autosched_pool_error = global i32 0, align 4
 
-; The current job: task function, closure, task count, how many threads share it
-; (thread k runs tasks k, k + threads, k + 2*threads, ...), and how long its workers
-; spin afterwards (0 when the job has more threads than CPUs).
+; The current job: task function, closure, task count, how many threads share it, how
+; they share it, and how long its workers spin afterwards (0 when the job has more
+; threads than CPUs).  A static job (autosched_parallel_for) gives thread k the tasks
+; k, k + threads, k + 2*threads, ...; a dynamic one (autosched_parallel_for_dynamic)
+; lets every thread claim the next unclaimed task from @autosched_pool_job_next until
+; none is left, so a thread whose core runs faster (another process shares the other
+; core, or turbo differs) takes more of them.
 @autosched_pool_job_fn = global ptr null, align 8
 @autosched_pool_job_closure = global ptr null, align 8
 @autosched_pool_job_tasks = global i32 0, align 4
 @autosched_pool_job_threads = global i32 0, align 4
 @autosched_pool_job_spins = global i32 0, align 4
+@autosched_pool_job_dynamic = global i32 0, align 4
+
+; The next task of a dynamic job to be claimed, on a cache line of its own (every
+; claim writes it).  Counted in i64: each thread's last claim passes num_tasks.
+@autosched_pool_job_next = global i64 0, align 64
 
 ; One state word per worker id, each on its own 64-byte cache line; it is also the
 ; futex the worker sleeps on.
@@ -138,6 +147,51 @@ done:
 
 
 ; ---------------------------------------------------------------------------------------
+; Claim tasks of the current dynamic job one at a time and run them, until none is
+; left.  Like run_share, every task runs even after one fails; returns the first nonzero
+; code seen, else 0.
+define internal i32 @autosched_run_claimed(ptr %fn, ptr %closure, i32 %num_tasks) {
+entry:
+  %tasks64 = sext i32 %num_tasks to i64
+  br label %head
+
+head:
+  %rc = phi i32 [ 0, %entry ], [ %rc.next, %body ]
+  %t = atomicrmw add ptr @autosched_pool_job_next, i64 1 monotonic, align 8
+  %more = icmp slt i64 %t, %tasks64
+  br i1 %more, label %body, label %done
+
+body:
+  %t32 = trunc i64 %t to i32
+  %r = call i32 %fn(i32 %t32, i32 %num_tasks, ptr %closure)
+  %had = icmp ne i32 %rc, 0
+  %rc.next = select i1 %had, i32 %rc, i32 %r
+  br label %head
+
+done:
+  ret i32 %rc
+}
+
+
+; Run this thread's part of the current job: thread %id of %threads.
+define internal i32 @autosched_run_part(i32 %id, i32 %threads, ptr %fn, ptr %closure,
+                                        i32 %num_tasks, i32 %dynamic) {
+entry:
+  %is.dynamic = icmp ne i32 %dynamic, 0
+  br i1 %is.dynamic, label %claimed, label %shared
+
+claimed:
+  %rc = call i32 @autosched_run_claimed(ptr %fn, ptr %closure, i32 %num_tasks)
+  ret i32 %rc
+
+shared:
+  %rs = call i32 @autosched_run_share(i32 %id, i32 %threads, ptr %fn, ptr %closure,
+                                      i32 %num_tasks)
+  ret i32 %rs
+}
+
+
+; ---------------------------------------------------------------------------------------
 ; Worker thread body; %arg is the worker id (1..255) cast to a pointer.  Never returns.
 define internal ptr @autosched_worker_main(ptr %arg) {
 entry:
@@ -190,8 +244,9 @@ work:
   %tasks = load i32, ptr @autosched_pool_job_tasks, align 4
   %threads = load i32, ptr @autosched_pool_job_threads, align 4
   %job.spins = load i32, ptr @autosched_pool_job_spins, align 4
-  %rc = call i32 @autosched_run_share(i32 %id32, i32 %threads, ptr %fn, ptr %closure,
-                                      i32 %tasks)
+  %dynamic = load i32, ptr @autosched_pool_job_dynamic, align 4
+  %rc = call i32 @autosched_run_part(i32 %id32, i32 %threads, ptr %fn, ptr %closure,
+                                     i32 %tasks, i32 %dynamic)
   %failed = icmp ne i32 %rc, 0
   br i1 %failed, label %work.fail, label %work.done
 
@@ -308,8 +363,39 @@ done:
 ; Runs fn(t, num_tasks, closure) for every t in [0, num_tasks) and returns 0 if all
 ; returned 0, else the nonzero code of one of them.  The caller is thread 0 and runs
 ; its share of the tasks itself; the pool grows to num_tasks - 1 workers (at most 255;
-; beyond that each thread runs several tasks).
+; beyond that each thread runs several tasks, statically: thread k runs tasks k,
+; k + threads, ...).
 define i32 @autosched_parallel_for(ptr %fn, ptr %closure, i32 %num_tasks) {
+entry:
+  %r = call i32 @autosched_launch(ptr %fn, ptr %closure, i32 %num_tasks, i32 %num_tasks,
+                                  i32 0)
+  ret i32 %r
+}
+
+
+; i32 autosched_parallel_for_dynamic(task *fn, void *closure, int32_t num_tasks,
+;                                    int32_t max_threads)
+;
+; The same, on at most max_threads threads (the caller included), each claiming the
+; next unclaimed task when it is done with one.  Kernels split a parallel loop into
+; several tasks per core and launch them this way: on a shared host one core is often
+; slower than the other for a while, and a static half each would make the whole loop
+; wait for the slower one.
+define i32 @autosched_parallel_for_dynamic(ptr %fn, ptr %closure, i32 %num_tasks,
+                                           i32 %max_threads) {
+entry:
+  %cap = call i32 @llvm.smax.i32(i32 %max_threads, i32 1)
+  %threads = call i32 @llvm.smin.i32(i32 %num_tasks, i32 %cap)
+  %r = call i32 @autosched_launch(ptr %fn, ptr %closure, i32 %num_tasks, i32 %threads,
+                                  i32 1)
+  ret i32 %r
+}
+
+
+; Run the tasks on up to %max_threads threads (<= %num_tasks), statically (%dynamic 0)
+; or claimed one at a time (1); see the two functions above.
+define internal i32 @autosched_launch(ptr %fn, ptr %closure, i32 %num_tasks,
+                                      i32 %max_threads, i32 %dynamic) {
 entry:
   %few = icmp sle i32 %num_tasks, 1
   br i1 %few, label %direct, label %acquire
@@ -335,11 +421,11 @@ serial:
   ret i32 %rs
 
 grow:
-  %want0 = sub nsw i32 %num_tasks, 1
+  %want0 = sub nsw i32 %max_threads, 1
   %want = call i32 @llvm.smin.i32(i32 %want0, i32 255)
   %size = call i32 @autosched_pool_grow(i32 %want)
   %threads0 = add nsw i32 %size, 1
-  %threads = call i32 @llvm.smin.i32(i32 %threads0, i32 %num_tasks)
+  %threads = call i32 @llvm.smin.i32(i32 %threads0, i32 %max_threads)
   %alone = icmp eq i32 %threads, 1
   br i1 %alone, label %alone.run, label %publish
 
@@ -353,6 +439,8 @@ publish:
   store ptr %closure, ptr @autosched_pool_job_closure, align 8
   store i32 %num_tasks, ptr @autosched_pool_job_tasks, align 4
   store i32 %threads, ptr @autosched_pool_job_threads, align 4
+  store i32 %dynamic, ptr @autosched_pool_job_dynamic, align 4
+  store atomic i64 0, ptr @autosched_pool_job_next monotonic, align 8
   %cpus = load i32, ptr @autosched_pool_cpus, align 4
   %oversubscribed = icmp sgt i32 %threads, %cpus
   %spin.count = load atomic i32, ptr @autosched_spin_count monotonic, align 4
@@ -383,8 +471,8 @@ assign.next:
   br i1 %assign.more, label %assign, label %own
 
 own:
-  %r0 = call i32 @autosched_run_share(i32 0, i32 %threads, ptr %fn, ptr %closure,
-                                      i32 %num_tasks)
+  %r0 = call i32 @autosched_run_part(i32 0, i32 %threads, ptr %fn, ptr %closure,
+                                     i32 %num_tasks, i32 %dynamic)
   ; Wait for the workers by spinning: their tasks are about as long as ours, shorter
   ; than a futex round trip.  After 2048 pauses (at once when there are more threads
   ; than CPUs), yield the core each round, so a worker waiting for a core gets ours.

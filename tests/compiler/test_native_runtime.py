@@ -28,6 +28,7 @@ from compiler.target import host_target
 # each outer task.  run_*: the entry points Python calls, i32 (ptr closure, i32 n).
 KERNELS_IR = r"""
 declare i32 @autosched_parallel_for(ptr, ptr, i32)
+declare i32 @autosched_parallel_for_dynamic(ptr, ptr, i32, i32)
 declare i64 @syscall(i64, ...)
 declare i32 @nanosleep(ptr, ptr)
 
@@ -43,6 +44,37 @@ define i32 @record_task(i32 %t, i32 %n, ptr %c) {
 
 define i32 @run_record(ptr %c, i32 %n) {
   %r = call i32 @autosched_parallel_for(ptr @record_task, ptr %c, i32 %n)
+  ret i32 %r
+}
+
+define i32 @run_record_dynamic(ptr %c, i32 %n) {
+  %r = call i32 @autosched_parallel_for_dynamic(ptr @record_task, ptr %c, i32 %n, i32 2)
+  ret i32 %r
+}
+
+; slow_first_task: record_task, after a 50 ms sleep in task 0
+define i32 @slow_first_task(i32 %t, i32 %n, ptr %c) {
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %nap, label %go
+nap:
+  %ts = alloca { i64, i64 }
+  store i64 0, ptr %ts
+  %nsec.p = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 1
+  store i64 50000000, ptr %nsec.p
+  %s = call i32 @nanosleep(ptr %ts, ptr null)
+  br label %go
+go:
+  %r = call i32 @record_task(i32 %t, i32 %n, ptr %c)
+  ret i32 %r
+}
+
+define i32 @run_slow_first_dynamic(ptr %c, i32 %n) {
+  %r = call i32 @autosched_parallel_for_dynamic(ptr @slow_first_task, ptr %c, i32 %n, i32 2)
+  ret i32 %r
+}
+
+define i32 @run_fail_dynamic(ptr %c, i32 %n) {
+  %r = call i32 @autosched_parallel_for_dynamic(ptr @fail_task, ptr %c, i32 %n, i32 2)
   ret i32 %r
 }
 
@@ -159,10 +191,10 @@ def deadlock_guard():
     faulthandler.cancel_dump_traceback_later()
 
 
-def _record(kernels, n):
+def _record(kernels, n, launcher="run_record"):
     """Run record_task n ways; returns (code, run counts, thread ids)."""
     buf = (ctypes.c_int64 * (2 * n))()
-    code = kernels.launcher("run_record")(ctypes.addressof(buf), n)
+    code = kernels.launcher(launcher)(ctypes.addressof(buf), n)
     return code, list(buf[:n]), list(buf[n:])
 
 
@@ -193,6 +225,32 @@ def test_more_tasks_than_the_pool_cap_share_threads(kernels):
     assert kernels.num_workers() == 255
     assert tids[256] == tids[0] == threading.get_native_id()  # thread 0 strides by 256
     assert len(set(tids)) == 256
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 300])
+def test_dynamic_launch_runs_every_task_once_on_at_most_max_threads(kernels, n):
+    _record(kernels, 7)  # the pool holds more workers than the launch may use
+    code, counts, tids = _record(kernels, n, "run_record_dynamic")
+    assert code == 0
+    assert counts == [1] * n
+    assert len(set(tids)) <= 2
+
+
+def test_dynamic_launch_gives_a_slow_thread_fewer_tasks(kernels):
+    """Task 0 sleeps 50 ms: the other thread claims every other task meanwhile (a static
+    share would leave half of them waiting for the sleeper)."""
+    n = 16
+    code, counts, tids = _record(kernels, n, "run_slow_first_dynamic")
+    assert code == 0
+    assert counts == [1] * n
+    assert tids.count(tids[0]) == 1
+    assert len(set(tids)) == 2
+
+
+@pytest.mark.parametrize("failing", [0, 5, 15])
+def test_dynamic_launch_returns_a_task_error_code(kernels, failing):
+    k = ctypes.c_int32(failing)
+    assert kernels.launcher("run_fail_dynamic")(ctypes.addressof(k), 16) == 100 + failing
 
 
 def test_nested_calls_run_serially_inside_the_task(kernels):
