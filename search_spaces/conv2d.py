@@ -5,8 +5,9 @@ Knobs: tiles of the output channels (`tile_f`, the inner part unrolled in the re
 tile), of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part
 is the vector width), the split of the input channels (`tile_c`), whether the kernel
 window's loops run outside or inside the channel blocks, whether its columns are
-unrolled, whether the padded input is a separate stage or inlined into the convolution, and how many outer loops are fused and run in parallel. The local
-accumulator is computed at the column-tile loop.
+unrolled, whether the padded input is a separate stage or inlined into the convolution,
+how many outer loops are fused and run in parallel, and where the local accumulator is
+computed (`acc_at`, see schedule_output).
 
 The numpy reference sums, over the R*S kernel positions, one tensordot of the strided
 window of the padded input with that kernel column: fast enough for ResNet layers.

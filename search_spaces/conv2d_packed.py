@@ -13,8 +13,12 @@ channels and the kernel window.
 Knobs: the input-channel block (`tile_ic`), the output-channel block, which is the
 vector width (`tile_oc`), the output columns of the register tile (`tile_ow`), whether
 the input-channel blocks run outside or inside the kernel window (`ic_outer`), whether
-the window's columns are unrolled (`unroll_kw`), and how many outer loops are fused and
-run in parallel (`fuse_parallel`). The accumulator is computed at the column-tile loop.
+the window's columns are unrolled (`unroll_kw`), how many outer loops are fused and run
+in parallel (`fuse_parallel`), and where the packed result is unpacked (`unpack_at`):
+in a last stage over the whole packed output (UNPACK_AT_ROOT), or tile by tile, the
+convolution computed at the NCHW output's column-tile loop (UNPACK_AT_TILE), so the
+register tile goes straight to NCHW and no packed output is written and read back.
+The accumulator is computed at the column-tile loop either way.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from .conv2d import conv2d_nchw_reference, output_size
 from .registry import template
 
 MAX_REGISTER_COLUMNS = 32  # output columns of the register tile (unrolled)
+UNPACK_AT_ROOT, UNPACK_AT_TILE = 0, 1  # values of the unpack_at knob
 
 
 @template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
@@ -42,6 +47,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     cfg.define_knob("ic_outer", [1, 0])
     cfg.define_knob("unroll_kw", [1, 0])
     cfg.define_knob("fuse_parallel", [3, 2])
+    cfg.define_knob("unpack_at", [UNPACK_AT_TILE, UNPACK_AT_ROOT])
     ic, oc = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
 
     HP, WP = H + 2 * padding, W + 2 * padding
@@ -75,13 +81,26 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     s[packed_kernel].parallel(s[packed_kernel].fuse(o, c))
     s[packed_kernel].vectorize(oi)
 
-    acc = s.cache_write(conv, "local")
-    n, o, y, x, oi = s[conv].op.axis
-    xo, xi = cfg["tile_ow"].apply(s, conv, x)
-    s[conv].reorder(n, o, y, xo, xi, oi)
-    s[conv].parallel(s[conv].fuse(*[n, o, y][: cfg["fuse_parallel"].val]))
-    s[conv].vectorize(oi)
-    s[acc].compute_at(s[conv], xo)
+    if cfg["unpack_at"].val == UNPACK_AT_TILE:
+        acc = conv  # computed tile by tile, where out needs it: it is the accumulator
+        n, k, y, x = s[out].op.axis
+        ko, ki = s[out].split(k, factor=oc)
+        xo, xi = cfg["tile_ow"].apply(s, out, x)
+        s[out].reorder(n, ko, y, xo, ki, xi)
+        s[out].parallel(s[out].fuse(*[n, ko, y][: cfg["fuse_parallel"].val]))
+        s[out].vectorize(xi)
+        s[conv].compute_at(s[out], xo)
+    else:
+        acc = s.cache_write(conv, "local")
+        n, o, y, x, oi = s[conv].op.axis
+        xo, xi = cfg["tile_ow"].apply(s, conv, x)
+        s[conv].reorder(n, o, y, xo, xi, oi)
+        s[conv].parallel(s[conv].fuse(*[n, o, y][: cfg["fuse_parallel"].val]))
+        s[conv].vectorize(oi)
+        s[acc].compute_at(s[conv], xo)
+        n, k, *_ = s[out].op.axis
+        s[out].parallel(s[out].fuse(n, k))
+        s[out].vectorize(s[out].op.axis[-1])
     *spatial, ax, aoi = s[acc].op.axis
     rc, ry, rx = s[acc].op.reduce_axis
     rco, rci = cfg["tile_ic"].apply(s, acc, rc)
@@ -91,8 +110,4 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     s[acc].vectorize(aoi)
     if cfg["unroll_kw"].val:
         s[acc].unroll(rx)
-
-    n, k, *_ = s[out].op.axis
-    s[out].parallel(s[out].fuse(n, k))
-    s[out].vectorize(s[out].op.axis[-1])
     return s, [data, kernel, out]

@@ -50,3 +50,23 @@ def test_space_size_for_resnet_layer():
 def test_empty_output_is_a_clear_error(name):
     with pytest.raises(ValueError, match="leaves no output of a 2x2 input"):
         search_spaces.space(name, 1, 1, 2, 2, 1, 3, 3, 1, 0)
+
+
+@pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("unpack_at", [0, 1], ids=["at_root", "at_tile"])
+def test_packed_unpack_positions_match_numpy(unpack_at):
+    """Both places to unpack the packed result (a last stage; tile by tile, the
+    convolution computed at the NCHW output's column tiles) give numpy's answer."""
+    args = N, C, H, W, K, R, S, stride, pad = (2, 6, 13, 7, 8, 3, 3, 2, 1)
+    space = search_spaces.space("conv2d_nchw_packed", *args)
+    rng = np.random.default_rng(5)
+    d = rng.random((N, C, H, W), dtype="float32")
+    w = rng.random((K, C, R, S), dtype="float32")
+    expected = reference(d.astype("float64"), w, stride, pad)
+    configs = [c for c in space.sample(40, seed=5) if c["unpack_at"].val == unpack_at][:4]
+    assert len(configs) == 4
+    for cfg in configs:
+        f = compiler.build(*search_spaces.instantiate("conv2d_nchw_packed", *args, config=cfg))
+        out = np.full(expected.shape, np.nan, "float32")
+        f(d, w, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
