@@ -4,8 +4,8 @@ Measures 400 seeded random configs of matmul 512^3 through the Measurer, trains 
 XGBoost cost model (knob features: XGBTuner's default) on 200 of them and predicts the
 other 200: prints the Spearman rank correlation between predicted score and measured
 throughput, and how many of the true top-10 are in the predicted top-32, for each loss
-asked for (both by default, on the same measurements: the ranking loss is XGBTuner's
-default because it does at least as well). Then times one XGBTuner proposal of 64
+asked for (both by default, on the same measurements; why XGBTuner defaults to the
+ranking loss is in tuner/xgb_tuner.py). Then times one XGBTuner proposal of 64
 configs (training on the 400 results plus simulated annealing) against the time it took
 to measure 64 configs.
 

@@ -22,7 +22,9 @@ some 5,000-10,000 configs per plan, and an itervar row instantiates the template
 0.2-0.6 s on knob rows. The default loss is "rank": on fake cost functions over matmul
 spaces of 2,560 and 22,400 configs it came within 10% of the optimum in fewer trials
 than "reg" on three of four and as fast on the fourth, and its plans take half the time
-(its scores spread wider, so annealing wanders less).
+(its scores spread wider, so annealing wanders less). On 400 real matmul 512^3
+measurements the two predict held-out configs equally well (benchmarks/cost_model.py:
+Spearman 0.954 rank, 0.958 reg; both put all of the true top-10 in their top-32).
 """
 from __future__ import annotations
 
