@@ -8,6 +8,7 @@ Prints, in one run:
   tuner found (median over seeds), and xgb's share of random search's count.
 
     .venv/bin/python benchmarks/tuners.py [--seeds 0 1 2] [--trials 256] [--tuners ...]
+        [--conv-seeds 0 1 2] [--skip-matmul] [--skip-conv]
 """
 from __future__ import annotations
 
@@ -79,17 +80,21 @@ def main():
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--trials", type=int, default=256)
     p.add_argument("--tuners", nargs="+", default=["xgb", "ga", "random", "grid"])
+    p.add_argument("--conv-seeds", type=int, nargs="+", default=None,
+                   help="seeds of the conv2d runs (default: the first of --seeds)")
+    p.add_argument("--skip-matmul", action="store_true")
     p.add_argument("--skip-conv", action="store_true")
     opt = p.parse_args()
     warnings.simplefilter("ignore")
     with Measurer() as m:
-        report("matmul 512^3", Task("matmul", (512, 512, 512)), opt.tuners, opt.seeds,
-               opt.trials, m)
+        if not opt.skip_matmul:
+            report("matmul 512^3", Task("matmul", (512, 512, 512)), opt.tuners, opt.seeds,
+                   opt.trials, m)
         if not opt.skip_conv:
             report("conv2d (1,64,56,56) x (64,64,3,3) pad 1",
                    Task("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1)),
-                   [t for t in ("xgb", "random") if t in opt.tuners], opt.seeds[:1],
-                   opt.trials, m)
+                   [t for t in ("xgb", "random") if t in opt.tuners],
+                   opt.conv_seeds or opt.seeds[:1], opt.trials, m)
 
 
 if __name__ == "__main__":
