@@ -10,10 +10,10 @@ A parallel loop's body is outlined into `@name_parK(i32 task, i32 num_tasks, ptr
 and run by `autosched_parallel_for_dynamic` (compiler/runtime/runtime.ll) on the
 target's cores: each task takes one contiguous chunk of the iterations, and there are up
 to TASKS_PER_CORE tasks per core, claimed by the threads as they finish, so that a core
-slowed by another process for a while gets fewer of them. Buffers we allocate are 64-byte aligned; small ones
-live on the stack, so LLVM promotes a fully unrolled and vectorized local accumulator to
-registers. Float multiply and add carry the `contract` flag, which lets LLVM fuse them
-into FMA instructions, as C compilers do by default.
+slowed by another process for a while gets fewer of them. Buffers we allocate are
+64-byte aligned; small ones live on the stack, so LLVM promotes a fully unrolled and
+vectorized local accumulator to registers. Float multiply and add carry the `contract`
+flag, which lets LLVM fuse them into FMA instructions, as C compilers do by default.
 """
 from __future__ import annotations
 
