@@ -32,6 +32,16 @@ declare i32 @autosched_parallel_for_dynamic(ptr, ptr, i32, i32)
 declare i64 @syscall(i64, ...)
 declare i32 @nanosleep(ptr, ptr)
 
+; nap_ns: sleep for %ns nanoseconds (below one second)
+define void @nap_ns(i64 %ns) {
+  %ts = alloca { i64, i64 }
+  store i64 0, ptr %ts
+  %nsec.p = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 1
+  store i64 %ns, ptr %nsec.p
+  %s = call i32 @nanosleep(ptr %ts, ptr null)
+  ret void
+}
+
 define i32 @record_task(i32 %t, i32 %n, ptr %c) {
   %slot = getelementptr i64, ptr %c, i32 %t
   %old = atomicrmw add ptr %slot, i64 1 monotonic
@@ -57,11 +67,7 @@ define i32 @slow_first_task(i32 %t, i32 %n, ptr %c) {
   %first = icmp eq i32 %t, 0
   br i1 %first, label %nap, label %go
 nap:
-  %ts = alloca { i64, i64 }
-  store i64 0, ptr %ts
-  %nsec.p = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 1
-  store i64 50000000, ptr %nsec.p
-  %s = call i32 @nanosleep(ptr %ts, ptr null)
+  call void @nap_ns(i64 50000000)
   br label %go
 go:
   %r = call i32 @record_task(i32 %t, i32 %n, ptr %c)
@@ -142,11 +148,7 @@ go:
   %sleep = icmp sgt i64 %ns, 0
   br i1 %sleep, label %nap, label %done
 nap:
-  %ts = alloca { i64, i64 }
-  store i64 0, ptr %ts
-  %nsec.p = getelementptr { i64, i64 }, ptr %ts, i32 0, i32 1
-  store i64 %ns, ptr %nsec.p
-  %s = call i32 @nanosleep(ptr %ts, ptr null)
+  call void @nap_ns(i64 %ns)
   br label %done
 done:
   ret i32 0
