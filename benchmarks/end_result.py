@@ -58,10 +58,9 @@ def report(task: Task, result, db: str, arrays, peer, peer_name: str) -> tuple[f
     configs.update({f"xgb #{i + 1}": cfg for i, cfg in enumerate(top)
                     if cfg != result.best_config})
     peer_s, figures = side_by_side(task.name, task.args, configs, arrays, peer)
-    gf = lambda sec: task.flop / sec / 1e9  # noqa: E731
-    print(f"  {peer_name:10s} {gf(peer_s):7.1f} GFLOPS")
+    print(f"  {peer_name:10s} {task.gflops(peer_s):7.1f} GFLOPS")
     for label, (sec, ratio) in figures.items():
-        print(f"  {label:10s} {gf(sec):7.1f} GFLOPS  ratio to {peer_name} {ratio:.2f}")
+        print(f"  {label:10s} {task.gflops(sec):7.1f} GFLOPS  ratio to {peer_name} {ratio:.2f}")
     print(f"  best config: {result.best_config}")
     # judged by the ratio within rounds, which the host's drift does not move
     fastest = max((label for label in figures if label.startswith("xgb")),
@@ -115,9 +114,8 @@ def conv2d(opt, rng, db: str) -> None:
             best, fastest = report(task, result, db, (d, w, out),
                                    lambda: torch.nn.functional.conv2d(td, tw, padding=1),
                                    "PyTorch")
-        gf = lambda sec: task.flop / sec / 1e9  # noqa: E731
-        print(f"  target: 185 GFLOPS; reached {gf(best[0]):.1f} (the fastest of the top "
-              f"{TOP} re-timed: {gf(fastest[0]):.1f})")
+        print(f"  target: 185 GFLOPS; reached {task.gflops(best[0]):.1f} (the fastest of "
+              f"the top {TOP} re-timed: {task.gflops(fastest[0]):.1f})")
 
 
 if __name__ == "__main__":

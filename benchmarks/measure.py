@@ -88,7 +88,7 @@ def throughput(m: Measurer, opt) -> None:
           f"({verify_s / wall:.0%}), timing incl. load and warm-up {timing_s:.1f} s "
           f"({timing_s / wall:.0%}), overhead {rest:.1f} s ({rest / wall:.0%})")
     print(f"  per candidate: build {statistics.median(r.build_time for r in results):.2f} s "
-          f"(median, one worker), results {errors}, best {task.flop / best.mean_cost / 1e9:.1f} GFLOPS")
+          f"(median, one worker), results {errors}, best {task.gflops(best.mean_cost):.1f} GFLOPS")
 
 
 def main():

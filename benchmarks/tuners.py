@@ -32,7 +32,7 @@ def curve(task, tuner, seed, trials, measurer) -> list[float]:
     best: list[float] = []
 
     def record(t, inputs, results):
-        gf = task.flop / t.best_cost / 1e9 if t.best_cost < float("inf") else 0.0
+        gf = task.gflops(t.best_cost) or 0.0
         best.extend([gf] * len(inputs))
     tune(task, trials, tuner=tuner, measurer=measurer, seed=seed, callbacks=[record])
     return best

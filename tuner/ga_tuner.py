@@ -12,7 +12,6 @@ unmeasured config takes its place. So no config is ever proposed twice.
 """
 from __future__ import annotations
 
-import math
 
 from .measure import MeasureInput, MeasureResult
 from .random_tuner import random_unvisited
@@ -63,7 +62,7 @@ class GATuner(Tuner):
         """Score each measured config by its GFLOPS (0 for a failure)."""
         super().update(inputs, results)
         for inp, res in zip(inputs, results):
-            fitness = self.task.flop / res.mean_cost / 1e9 if 0 < res.mean_cost < math.inf else 0.0
+            fitness = self.task.gflops(res.mean_cost) or 0.0
             self.scored.append((fitness, inp.config.knob_indices))
 
     def _breed(self, proposed: set[int]) -> list[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import math
 import os
 import sys
 
@@ -68,6 +69,13 @@ class Task:
     def flop(self) -> int:
         """Floating-point operations of one call, to turn seconds into GFLOPS."""
         return compute_flop(self.tensors()[1])
+
+    def gflops(self, seconds: float | None) -> float | None:
+        """GFLOPS of a call that takes `seconds`; None when there is no such time (None,
+        zero, or inf, the cost of a failed measurement)."""
+        if seconds is None or not 0 < seconds < math.inf:
+            return None
+        return self.flop / seconds / 1e9
 
     def spec(self) -> dict:
         """Plain data that Task.from_spec rebuilds this task from, in any process."""

@@ -65,7 +65,7 @@ class TaskState:
 
     @property
     def best_gflops(self) -> float | None:
-        return self.task.flop / self.best_cost / 1e9 if math.isfinite(self.best_cost) else None
+        return self.task.gflops(self.best_cost)
 
     @property
     def speedup(self) -> float | None:

@@ -38,7 +38,7 @@ class TuneResult:
 
     @property
     def best_gflops(self) -> float:
-        return self.task.flop / self.best_cost / 1e9 if math.isfinite(self.best_cost) else 0.0
+        return self.task.gflops(self.best_cost) or 0.0
 
 
 class Tuner:
@@ -107,8 +107,7 @@ class Tuner:
             done += len(inputs)
             if self.best_cost < before:
                 last_improved = done
-            result.history.append((done, self.task.flop / self.best_cost / 1e9
-                                   if math.isfinite(self.best_cost) else 0.0))
+            result.history.append((done, self.task.gflops(self.best_cost) or 0.0))
             if stop or (early_stopping is not None and done - last_improved >= early_stopping):
                 break
         result.best_config, result.best_cost, result.trials = self.best_config, self.best_cost, done

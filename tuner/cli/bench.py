@@ -56,7 +56,7 @@ def bench(template, args, db_path, target, repeat, as_json):
     if torch_fn is not None:
         rows.append(_bench_function("PyTorch", torch_fn, expected, repeat))
     for row in rows:
-        row["gflops"] = task.flop / row["seconds"] / 1e9 if row["seconds"] else None
+        row["gflops"] = task.gflops(row["seconds"])
     fallback_s = rows[0]["seconds"]
     numpy_s = numpy_row["seconds"] if numpy_row is not None else None
     if as_json:

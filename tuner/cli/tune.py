@@ -246,8 +246,7 @@ class _TuneProgress:
         s = self.scheduler
         head = f"[{format_clock(s.elapsed())}] {task_label(state.task.name, state.task.args)}"
         if state.batches == 0:
-            gflops = (state.task.flop / state.fallback_cost / 1e9
-                      if state.fallback_cost is not None else None)
+            gflops = state.task.gflops(state.fallback_cost)
             return f"{head}: fallback config {format_gflops(gflops)} GFLOPS"
         ratio = f" ({state.speedup:.2f}x fallback)" if state.speedup is not None else ""
         return (f"{head}: trials {self._trials(state)}, run {s.done}/{s.trials}, best "
