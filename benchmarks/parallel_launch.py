@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from compiler.codegen.compile import optimize, target_machine  # noqa: E402
+from compiler.llvm_target import optimize, target_machine  # noqa: E402
 from compiler.runtime.native import ensure_loaded, time_native  # noqa: E402
 from compiler.target import host_target  # noqa: E402
 

@@ -2,7 +2,9 @@
 (DESIGN.md, "The two flows")."""
 from __future__ import annotations
 
+from .codegen.compile import compile_module, compile_object
 from .errors import LowerError
+from .ir.expr import Var
 from .ir.functor import collect
 from .ir.module import IRModule
 from .ir.stmt import Buffer, PrimFunc
@@ -10,7 +12,6 @@ from .schedule.bound import infer_bound_context
 from .schedule.schedule import Schedule
 from .schedule.schedule_ops import schedule_ops
 from .target import Target
-from .te.expr import Var
 from .te.tensor import PlaceholderOp, Tensor
 from .transform.passes import build_pipeline, lower_pipeline
 
@@ -62,7 +63,6 @@ def build(sch: Schedule, args, target="llvm", name: str = "main"):
     run under the current PassContext, then LLVM optimizes at O3 and JIT-compiles.
     Returns a runtime.Module: call it on numpy arrays, time it, export it.
     """
-    from .codegen.compile import compile_module
     target = Target(target)
     return compile_module(_built_ir(sch, args, name), target, entry=name)
 
@@ -76,5 +76,4 @@ def build_object(sch: Schedule, args, target="llvm", name: str = "main") -> byte
     """Compile like build(), but return the target's object code instead of loading it:
     bytes that another process (a tuner's timing host) loads with
     compiler.runtime.load_object(data, target) to get the same runtime.Module."""
-    from .codegen.compile import compile_object
     return compile_object(_built_ir(sch, args, name), Target(target), entry=name)

@@ -11,3 +11,8 @@ class LowerError(ValueError):
 
 class BuildError(RuntimeError):
     """Code generation or LLVM failed for a function; the message names the function."""
+
+
+class ModuleFormatError(ValueError):
+    """A module to load (an exported file, object code) carries metadata that this
+    version does not write; the message names the argument and the dimension."""

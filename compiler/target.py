@@ -11,13 +11,14 @@ import functools
 import os
 from dataclasses import dataclass
 
+import llvmlite.binding as llvm
+
 _OPTIONS = ("mcpu", "mtriple", "mattr", "num-cores")
 
 
 @functools.lru_cache(maxsize=None)
 def _host_features() -> str:
     """LLVM's feature string of the host CPU, asked once per process."""
-    import llvmlite.binding as llvm
     return llvm.get_host_cpu_features().flatten()
 
 
@@ -31,7 +32,6 @@ class Target:
     num_cores: int
 
     def __init__(self, spec: "str | Target" = "llvm"):
-        import llvmlite.binding as llvm
         if isinstance(spec, Target):
             for name in ("kind", "mcpu", "mtriple", "features", "num_cores"):
                 object.__setattr__(self, name, getattr(spec, name))

@@ -15,8 +15,8 @@ from functools import cached_property
 from typing import Any, Callable, ClassVar
 
 from compiler.arith.simplify import simplify
+from compiler.ir.expr import IntImm
 from compiler.te import Expr, IterVar
-from compiler.te.expr import IntImm
 
 from .entities import AnnotateEntity, OtherOptionEntity, ReorderEntity, SplitEntity
 from .errors import SpaceError

@@ -35,11 +35,11 @@ import weakref
 
 import numpy as np
 
+from compiler.ir import expr as E
+from compiler.ir.stmt import PARALLEL, UNROLLED, VECTORIZED
 from compiler.schedule.graph import StageGraph
 from compiler.schedule.relations import Fuse, Rebase, Split
 from compiler.schedule.stage import SCOPE
-from compiler.ir.stmt import PARALLEL, UNROLLED, VECTORIZED
-from compiler.te import expr as E
 from compiler.te.tensor import REDUCE
 from search_spaces import (AnnotateSpace, InstantiationError, OtherOptionSpace, ReorderSpace,
                            SplitSpace)

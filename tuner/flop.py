@@ -10,11 +10,11 @@ tests of a padding stage), not the work the operator is asked to do.
 """
 from __future__ import annotations
 
+from compiler.ir.expr import (Add, And, Call, CmpOp, Div, Expr, IntImm, Max, Min, Mul, Or,
+                              ProducerLoad, Select, Sub, is_float)
 from compiler.ir.functor import children
-from compiler.te.expr import (Add, And, Call, CmpOp, Div, Expr, IntImm, Max, Min, Mul, Or,
-                              Select, Sub, is_float)
-from compiler.te.reduce import Reduce
-from compiler.te.tensor import ComputeOp, ProducerLoad, Tensor
+from compiler.ir.reduce import Reduce
+from compiler.te.tensor import ComputeOp, Tensor
 
 _ARITHMETIC = (Add, Sub, Mul, Div, Min, Max, Call)
 

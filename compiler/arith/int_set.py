@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te import expr as E
-from ..te.tensor import Range
+from ..ir import expr as E
+from ..ir.functor import free_vars
+from ..ir.range import Range
 from .simplify import Bounds, simplify, skey
 
 
@@ -80,7 +81,6 @@ def eval_set(e: E.Expr, dom_map: dict, bounds: Bounds | None = None) -> Interval
 
 
 def _eval(e: E.Expr, dom: dict) -> IntervalSet:
-    from ..ir.functor import free_vars
     match e:
         case E.Var() if e in dom:
             return dom[e]

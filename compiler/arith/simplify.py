@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import operator
 
-from ..te import expr as E
-from ..ir.functor import map_children
+from ..ir import expr as E
+from ..ir.functor import children, map_children
 
 INF = math.inf
 Bounds = dict  # Var -> (lo, hi), inclusive, ints or +-inf
@@ -101,7 +101,7 @@ def equal(a: E.Expr, b: E.Expr) -> bool:
 
 
 def node_count(e) -> int:
-    from ..ir.functor import children
+    """The number of nodes of `e`: the size that rewrites must not grow."""
     return 1 + sum(node_count(c) for c in children(e))
 
 
@@ -354,18 +354,3 @@ def loop_bounds(lo: E.Expr, extent: E.Expr, bounds: Bounds) -> tuple:
     """Inclusive constant bounds of a variable that runs over [lo, lo + extent)."""
     (l0, l1), (_, e1) = const_bound(lo, bounds), const_bound(extent, bounds)
     return (l0, l1 + e1 - 1)
-
-
-def simplify_stmt(s, bounds: Bounds | None = None):
-    """Simplify every expression of a statement; inside a loop the loop variable's range
-    is known, so `floordiv(i, 16)` with i in [0, 16) becomes 0."""
-    from ..ir import stmt as S
-    bounds = bounds or {}
-    if isinstance(s, E.Expr):
-        return _simplify(s, bounds)
-    if isinstance(s, S.For):
-        lo, ext = _simplify(s.min, bounds), _simplify(s.extent, bounds)
-        inner = {**bounds, s.loop_var: loop_bounds(lo, ext, bounds)}
-        body = simplify_stmt(s.body, inner)
-        return S.For(s.loop_var, lo, ext, s.kind, body, s.pragmas)
-    return map_children(s, lambda c: simplify_stmt(c, bounds))

@@ -9,43 +9,20 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
-from ..ir.functor import collect, substitute
+from ..ir.functor import collect
 from ..ir.stmt import Store
+from ..llvm_target import optimize, target_machine
+from ..runtime.module import Module
+from ..runtime.shape_expr import encode_dim
 from ..target import Target
-from ..te import expr as E
 from .llvm import CodeGenLLVM
-
-
-def target_machine(target: Target, pic: bool = False) -> llvm.TargetMachine:
-    """An LLVM TargetMachine for `target`; `pic` for code that goes into a shared library."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    try:
-        tgt = llvm.Target.from_triple(target.mtriple)
-    except RuntimeError as err:
-        raise BuildError(f"LLVM does not know the target triple {target.mtriple!r}: {err}") from None
-    return tgt.create_target_machine(cpu=target.mcpu, features=target.features, opt=3,
-                                     reloc="pic" if pic else "default",
-                                     codemodel="default" if pic else "jitdefault")
-
-
-def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline on `mod` in place."""
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
 
 
 def module_meta(mod, target: Target, entry: str) -> dict:
     """What the runtime checks arguments against: names, dtypes, the buffers written,
-    and shapes, each dimension an int, the key of a symbolic size, or {"expr": text}
-    for an expression of sizes (checked once the sizes are bound); the sizes' keys in
-    call order (unique even when two te.var share a name)."""
-    from ..ir.printer import expr_str
+    and shapes, each dimension an int, the key of a symbolic size, or {"expr": tree}
+    for an expression of sizes (runtime/shape_expr.py; checked once the sizes are bound);
+    the sizes' keys in call order (unique even when two te.var share a name)."""
     func = mod[entry]
     written = {s.buffer for s in collect(func.body, lambda n: isinstance(n, Store))}
     keys = {}
@@ -58,18 +35,13 @@ def module_meta(mod, target: Target, entry: str) -> dict:
                              "expressions; give some argument a dimension of exactly "
                              f"{v.name} so that calls can bind it")
 
-    def dim(d):
-        if isinstance(d, E.IntImm):
-            return d.value
-        if d in keys:
-            return keys[d]
-        return {"expr": expr_str(substitute(d, {v: E.Var(k, v.dtype) for v, k in keys.items()}))}
-
     return {
         "entry": entry,
         "target": str(target),
         "params": [{"name": b.name, "dtype": b.dtype, "written": b in written,
-                    "shape": [dim(d) for d in b.shape]} for b in func.params],
+                    "shape": [encode_dim(d, keys, f"dimension {k} of argument {b.name} of "
+                                                  f"{entry}") for k, d in enumerate(b.shape)]}
+                   for b in func.params],
         "size_vars": [keys[v] for v in func.size_vars],
     }
 
@@ -98,7 +70,6 @@ def _optimized(mod, target: Target, entry: str):
 
 def compile_module(mod, target: Target, entry: str = "main"):
     """Generate, verify, optimize and JIT-compile `mod`; returns a runtime.Module."""
-    from ..runtime.module import Module
     ref, tm = _optimized(mod, target, entry)
     return Module.from_llvm(ref, target, loop_ir=str(mod), tm=tm)
 
@@ -110,4 +81,4 @@ def compile_object(mod, target: Target, entry: str = "main") -> bytes:
     return tm.emit_object(ref)
 
 
-__all__ = ["compile_module", "compile_object", "generate_llvm", "optimize", "target_machine"]
+__all__ = ["compile_module", "compile_object", "generate_llvm"]

@@ -22,10 +22,11 @@ import json
 from llvmlite import ir
 
 from ..errors import BuildError
+from ..ir import expr as E
+from ..ir.expr import Broadcast, Load, Ramp
 from ..ir.functor import collect
-from ..ir.stmt import (PARALLEL, Allocate, Broadcast, Evaluate, For, IfThenElse, LetStmt,
-                       Load, PrimFunc, Ramp, SeqStmt, Store)
-from ..te import expr as E
+from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, PrimFunc,
+                       SeqStmt, Store)
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()

@@ -1,7 +1,9 @@
 """Generic traversal of expressions and statements: collect, transform, substitute.
 
 Nodes are frozen dataclasses, so one generic walker over their fields serves every
-node type; a pass supplies only the cases it cares about.
+node type; a pass supplies only the cases it cares about. A node is anything built on
+node.Node (expressions, statements, ranges), so this module needs no node module but
+expr.py, for Var.
 """
 from __future__ import annotations
 
@@ -9,11 +11,8 @@ import dataclasses
 from functools import lru_cache
 from typing import Callable
 
-from ..te.expr import Expr, Var
-from ..te.tensor import Range
-from .stmt import Stmt
-
-Node = Expr | Stmt | Range
+from .expr import Var
+from .node import Node
 
 
 @lru_cache(maxsize=None)
@@ -22,7 +21,7 @@ def _child_fields(cls) -> tuple[str, ...]:
 
 
 def _is_node(x) -> bool:
-    return isinstance(x, (Expr, Stmt, Range))
+    return isinstance(x, Node)
 
 
 def children(node: Node) -> list[Node]:

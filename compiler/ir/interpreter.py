@@ -9,8 +9,7 @@ import math
 
 import numpy as np
 
-from ..te import expr as E
-from ..te.tensor import ProducerLoad
+from . import expr as E
 from . import stmt as S
 
 _OPS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/", E.FloorDiv: "//", E.FloorMod: "%",
@@ -85,9 +84,9 @@ class _Emitter:
                 return f"{_FUNCS[n]}({', '.join(self.expr(a) for a in args)})"
             case E.Let(var=v, value=val, body=b):
                 return f"(lambda {self.expr(v)}: {self.expr(b)})({self.expr(val)})"
-            case S.Load(buffer=b, index=i):
+            case E.Load(buffer=b, index=i):
                 return f"{self.name(b, b.name)}[{self.expr(i)}]"
-            case ProducerLoad():
+            case E.ProducerLoad():
                 raise ValueError("the interpreter runs flattened IR (after lower())")
         raise TypeError(f"interpreter: no rule for {type(e).__name__}")
 

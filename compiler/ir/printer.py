@@ -1,13 +1,17 @@
 """Text form of expressions and loop IR, in the style of the reference documents:
-`for (i, 0, 16) {`, `C[((i*16) + j)] = (A[i] + 2f)`, `allocate B[float32 * 4]`."""
+`for (i, 0, 16) {`, `C[((i*16) + j)] = (A[i] + 2f)`, `allocate B[float32 * 4]`.
+
+Importing this module registers `node_str` as the str() of every node (node.py);
+compiler/ir/__init__.py does so, so nodes print from the moment they exist.
+"""
 from __future__ import annotations
 
 import math
 
-from ..te import expr as E
-from ..te.reduce import Reduce
-from ..te.tensor import ProducerLoad
+from . import expr as E
 from . import stmt as S
+from .node import register_printer
+from .reduce import Reduce
 
 _INFIX = {E.Add: " + ", E.Sub: " - ", E.Mul: "*", E.Div: " / ", E.LT: " < ", E.LE: " <= ",
           E.EQ: " == ", E.NE: " != ", E.And: " && ", E.Or: " || "}
@@ -46,17 +50,18 @@ def expr_str(e) -> str:
             return f"{n}({', '.join(map(expr_str, args))})"
         case E.Let(var=v, value=val, body=b):
             return f"(let {v.name} = {expr_str(val)} in {expr_str(b)})"
-        case ProducerLoad(producer=t, indices=idx):
+        case E.ProducerLoad(producer=t, indices=idx):
             return f"{t.name}[{', '.join(map(expr_str, idx))}]"
-        case S.Load(buffer=b, index=i):
+        case E.Load(buffer=b, index=i):
             return f"{b.name}[{expr_str(i)}]"
-        case S.Ramp(base=b, stride=st, lanes=n):
+        case E.Ramp(base=b, stride=st, lanes=n):
             return f"ramp({expr_str(b)}, {expr_str(st)}, {n})"
-        case S.Broadcast(value=v, lanes=n):
+        case E.Broadcast(value=v, lanes=n):
             return f"x{n}({expr_str(v)})"
         case Reduce(combiner=c, source=src, axis=axis, condition=cond):
             where = f", where={expr_str(cond)}" if cond is not None else ""
-            return f"reduce_{c.name}({expr_str(src)}, axis=[{', '.join(iv.name for iv in axis)}]{where})"
+            axes = ", ".join(iv.name for iv in axis)
+            return f"reduce_{c.name}({expr_str(src)}, axis=[{axes}]{where})"
     raise TypeError(f"cannot print {type(e).__name__}")
 
 
@@ -116,3 +121,17 @@ def func_str(f) -> str:
                        for b in f.params)
     return f"def {f.name}({params}):\n" + "\n".join(
         "  " + line for line in stmt_str(f.body).splitlines())
+
+
+def node_str(obj) -> str:
+    """The text of an expression, a statement or a PrimFunc."""
+    if isinstance(obj, E.Expr):
+        return expr_str(obj)
+    if isinstance(obj, S.Stmt):
+        return stmt_str(obj)
+    if isinstance(obj, S.PrimFunc):
+        return func_str(obj)
+    raise TypeError(f"cannot print {type(obj).__name__}")
+
+
+register_printer(node_str)

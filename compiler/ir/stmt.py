@@ -8,23 +8,19 @@ intermediate has an Allocate whose size bound inference decided.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..te.expr import Expr, Var, const, node, with_lanes
-from ..te.tensor import Tensor
+from ..arith.simplify import simplify
+from .expr import Expr, Var, const
+from .node import Node, node, text
 
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
 
 
-class Stmt:
+class Stmt(Node):
     """Base of every statement; subclasses are frozen dataclasses."""
 
     __slots__ = ()
-
-    def __str__(self):
-        from .printer import stmt_str
-        return stmt_str(self)
-
-    __repr__ = __str__
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +34,6 @@ class Buffer:
     @property
     def elements(self) -> Expr:
         """The number of elements: the product of the shape, simplified."""
-        from ..arith.simplify import simplify
         total = const(1)
         for d in self.shape:
             total = total * d
@@ -46,41 +41,6 @@ class Buffer:
 
     def __repr__(self):
         return f"Buffer({self.name}, {self.dtype}, {list(map(str, self.shape))})"
-
-
-@node
-class Load(Expr):
-    buffer: Buffer
-    index: Expr
-    dtype: str = field(default="")
-
-    def __post_init__(self):
-        if not self.dtype:
-            object.__setattr__(self, "dtype", self.buffer.dtype)
-
-
-@node
-class Ramp(Expr):
-    """The vector `[base, base + stride, ..., base + (lanes-1)*stride]`: a vectorized
-    loop variable, and the index of a contiguous vector load or store."""
-    base: Expr
-    stride: Expr
-    lanes: int
-    dtype: str = field(default="")
-
-    def __post_init__(self):
-        object.__setattr__(self, "dtype", with_lanes(self.base.dtype, self.lanes))
-
-
-@node
-class Broadcast(Expr):
-    """A scalar repeated in every lane, where it meets a vector."""
-    value: Expr
-    lanes: int
-    dtype: str = field(default="")
-
-    def __post_init__(self):
-        object.__setattr__(self, "dtype", with_lanes(self.value.dtype, self.lanes))
 
 
 @node
@@ -92,15 +52,16 @@ class Store(Stmt):
 
 @node
 class ProducerStore(Stmt):
-    producer: Tensor
+    """A write of a tensor element (`producer`, a te.Tensor), before buffers exist."""
+    producer: Any
     indices: tuple
     value: Expr
 
 
 @node
 class Realize(Stmt):
-    """The region `bounds` of `producer` must exist while `body` runs."""
-    producer: Tensor
+    """The region `bounds` (Ranges) of `producer` must exist while `body` runs."""
+    producer: Any
     bounds: tuple
     body: Stmt
     scope: str = "global"
@@ -171,12 +132,11 @@ class PrimFunc:
     attrs: dict = field(default_factory=dict)
 
     def __str__(self):
-        from .printer import func_str
-        return func_str(self)
+        return text(self)
 
     __repr__ = __str__
 
 
-__all__ = ["Stmt", "Buffer", "Load", "Ramp", "Broadcast", "Store", "ProducerStore", "Realize", "For", "Allocate",
-           "IfThenElse", "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq",
+__all__ = ["Stmt", "Buffer", "Store", "ProducerStore", "Realize", "For", "Allocate", "IfThenElse",
+           "LetStmt", "SeqStmt", "Evaluate", "PrimFunc", "seq",
            "SERIAL", "PARALLEL", "VECTORIZED", "UNROLLED"]

@@ -13,8 +13,7 @@ integer data; max pooling keeps the dtype.
 from __future__ import annotations
 
 from .. import te
-from ..te.expr import is_float
-from ..te.reduce import _lowest
+from ..ir.expr import is_float
 from .pad import pad_hw
 from .pattern import PATTERN_ATTR, OpPattern, register_pattern
 from .shape import OpError, Window2D, check_tensor, shape_str, static_shape, window2d
@@ -38,7 +37,7 @@ def max_pool2d(data, kernel, stride=None, padding=0):
     """Maximum over each window of data (N, C, H, W): (N, C, OH, OW)."""
     win = _window("max_pool2d", data, kernel, stride, padding)
     # Padding with max's identity (-inf, or the dtype's minimum) never wins a window.
-    src = pad_hw(data, win.padding, (2, 3), _lowest(data.dtype))
+    src = pad_hw(data, win.padding, (2, 3), te.min_value(data.dtype))
     (sh, sw), (kh, kw) = win.stride, win.kernel
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")

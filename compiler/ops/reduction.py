@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import te
 from ..arith.simplify import simplify
-from ..te.expr import is_float
+from ..ir.expr import is_float
 from .pattern import OpPattern, register_pattern
 from .shape import OpError, check_tensor, normalize_axes, shape_str, static
 

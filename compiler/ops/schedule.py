@@ -20,14 +20,15 @@ Stage by stage:
 from __future__ import annotations
 
 from ..arith.simplify import simplify
+from ..ir import expr as E
+from ..ir.expr import ProducerLoad
 from ..ir.functor import children, collect
+from ..ir.reduce import Reduce
 from ..schedule.graph import StageGraph
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
 from ..target import Target
-from ..te import expr as E
-from ..te.reduce import Reduce
-from ..te.tensor import ProducerLoad, Tensor
+from ..te.tensor import Tensor
 from .pattern import OpPattern, pattern_kind
 from .shape import static
 

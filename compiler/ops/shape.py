@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..te.expr import Expr, IntImm
+from ..ir.expr import Expr, IntImm
 from ..te.tensor import Tensor
 
 

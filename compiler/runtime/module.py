@@ -9,7 +9,6 @@ symbolic sizes), through ctypes, which releases the GIL for the call.
 from __future__ import annotations
 
 import ctypes
-import functools
 import json
 import os
 import shutil
@@ -21,30 +20,13 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
+from ..llvm_target import optimize, target_machine
+from ..target import Target
 from . import native
+from .shape_expr import check_dim, dim_value
 
 _PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _META = ctypes.CFUNCTYPE(ctypes.c_char_p)
-
-
-_SHAPE_FUNCS = {"floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
-                "min": min, "max": max}
-
-
-def _dim(d, sizes: dict) -> int:
-    """A dimension's expected length: a constant, a bound size, or an expression of
-    sizes (the printer's text of it, evaluated with nothing but the sizes in scope)."""
-    if isinstance(d, int):
-        return d
-    if isinstance(d, str):
-        return sizes[d]
-    return eval(_compiled(d["expr"]), {"__builtins__": {}}, {**_SHAPE_FUNCS, **sizes})
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(text: str):
-    """A shape expression compiled once, not on every call of the module."""
-    return compile(text, "<shape>", "eval")
 
 
 @dataclass(frozen=True)
@@ -79,6 +61,10 @@ class Module:
 
     def __init__(self, meta: dict, address: int, keepalive=(), llvm_ir: str | None = None,
                  target=None, loop_ir: str | None = None):
+        for p in meta["params"]:
+            for k, dim in enumerate(p["shape"]):
+                check_dim(dim, meta["size_vars"],
+                          f"dimension {k} of argument {p['name']} of {meta['entry']}")
         self.meta = meta
         self.entry_name = meta["entry"]
         self._address = address
@@ -95,7 +81,6 @@ class Module:
         the text of the loop IR it was generated from, for get_source("ir"); `tm` the
         target machine it was optimized with (the engine takes it over)."""
         native.ensure_loaded()
-        from ..codegen.compile import target_machine
         engine = llvm.create_mcjit_compiler(ref, tm or target_machine(target))
         engine.finalize_object()
         meta = json.loads(_META(engine.get_function_address("autosched_module_meta"))())
@@ -110,7 +95,6 @@ class Module:
         if problem:  # LLVM crashes on object files it cannot parse, rather than failing
             raise ValueError(f"cannot load the object code: {problem}")
         native.ensure_loaded()
-        from ..codegen.compile import target_machine
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(target))
         try:
             engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(data)))
@@ -153,7 +137,7 @@ class Module:
                 raise ValueError(f"{what} is written by {name} but the array is read-only")
             packed[pos] = arr.ctypes.data
         for pos, (arr, p) in enumerate(zip(arrays, params)):
-            want = tuple(_dim(d, sizes) for d in p["shape"])
+            want = tuple(dim_value(d, sizes) for d in p["shape"])
             if arr.shape != want:
                 raise ValueError(f"argument {pos} ({p['name']}) of {name} has shape "
                                  f"{arr.shape}, expected {want}")
@@ -205,7 +189,6 @@ class Module:
         if fmt == "ll":
             return self._llvm_ir
         if fmt == "asm":
-            from ..codegen.compile import target_machine
             return target_machine(self._target).emit_assembly(llvm.parse_assembly(self._llvm_ir))
         raise ValueError(f"unknown source format {fmt!r}; use 'll', 'asm' or 'ir'")
 
@@ -222,7 +205,6 @@ class Module:
         if self._llvm_ir is None:
             shutil.copyfile(self._keepalive._name, path)
             return "so"
-        from ..codegen.compile import optimize, target_machine
         ref = self._linked()
         cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
         if cc is None:
@@ -258,7 +240,6 @@ def _elf_problem(data: bytes) -> str | None:
 
 def load_object(data: bytes, target="llvm") -> Module:
     """Load object code from compiler.build_object() for `target` (a Target or string)."""
-    from ..target import Target
     return Module.from_object(data, Target(target))
 
 
@@ -273,7 +254,6 @@ def load(path) -> Module:
         address = ctypes.cast(getattr(lib, meta["entry"] + "_packed"), ctypes.c_void_p).value
         return Module(meta, address, lib)
     if data[:4] == b"BC\xc0\xde":
-        from ..target import Target
         ref = llvm.parse_bitcode(data)
         return Module.from_llvm(ref, Target("llvm"))
     raise ValueError(f"{path} is neither a shared library nor LLVM bitcode written by export()")

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from ..llvm_target import optimize, target_machine
+from ..target import host_target
+
 _IR_PATH = Path(__file__).with_name("runtime.ll")
 
 _TIME_PROTO = ctypes.CFUNCTYPE(
@@ -45,8 +48,6 @@ def _exported_names(mod) -> list[str]:
 def _load() -> dict[str, int]:
     """JIT-compile runtime.ll at O3 for the host and register its exported symbols."""
     global _engine
-    from ..codegen.compile import optimize, target_machine
-    from ..target import host_target
     tm = target_machine(host_target())
     mod = llvm.parse_assembly(runtime_ir())
     mod.verify()

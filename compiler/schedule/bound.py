@@ -21,9 +21,10 @@ from ..arith.int_set import IntervalSet, eval_set, intersect_range, union
 from ..arith.simplify import (INF, Linear, const_bound, const_upper_bound, loop_bounds,
                               simplify)
 from ..errors import ScheduleError
+from ..ir import expr as E
 from ..ir.functor import collect
-from ..te import expr as E
-from ..te.tensor import IterVar, Range
+from ..ir.range import Range
+from ..te.tensor import IterVar
 from .graph import StageGraph
 from .relations import Fuse, Rebase, Split
 from .stage import SCOPE, Stage

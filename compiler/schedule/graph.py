@@ -2,9 +2,8 @@
 consumes whom, and each stage's attach path (reference: CreateReadGraph, CreateAttachPath)."""
 from __future__ import annotations
 
+from ..ir.expr import Expr, ProducerLoad
 from ..ir.functor import collect, substitute, transform
-from ..te.expr import Expr
-from ..te.tensor import ProducerLoad
 from .stage import INLINE, SCOPE, Stage
 
 

@@ -6,10 +6,10 @@ readers; the stage keeps answering to the tensor the user holds.
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..ir.expr import ProducerLoad, Var
 from ..ir.functor import substitute, transform
-from ..te.expr import Var
-from ..te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, ProducerLoad, Range, \
-    Tensor
+from ..ir.range import Range
+from ..te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor, compute
 from .relations import Rebase
 from .stage import Stage
 
@@ -48,9 +48,11 @@ class Schedule:
         self.stage_map[stage.op] = stage
 
     def __getitem__(self, key) -> Stage:
-        return self._as_stage(key, "schedule lookup")
+        return self.stage_for(key, "schedule lookup")
 
-    def _as_stage(self, key, what: str) -> Stage:
+    def stage_for(self, key, what: str) -> Stage:
+        """The Stage of `key` (a Stage, a Tensor or an Operation); a ScheduleError that
+        starts with `what` when it has none here (a placeholder, another schedule's op)."""
         if isinstance(key, Stage):
             return key
         op = key.op if isinstance(key, Tensor) else key
@@ -98,12 +100,11 @@ class Schedule:
         whose stage is `s[copy]` (place it with compute_at)."""
         if not isinstance(readers, (list, tuple)):
             readers = [readers]
-        reader_stages = [self._as_stage(r, f"cache_read of {tensor.name}") for r in readers]
+        reader_stages = [self.stage_for(r, f"cache_read of {tensor.name}") for r in readers]
         for st in reader_stages:
             if tensor not in st.op.input_tensors():
                 raise ScheduleError(f"cache_read of {tensor.name}: stage {st.name} does not "
                                     f"read {tensor.name}")
-        from ..te.tensor import compute
         cache = compute(tensor.shape, lambda *i: tensor[i], name=f"{tensor.name}.{scope}")
         for st in reader_stages:
             body = transform(st.op.body, lambda n: ProducerLoad(cache, n.indices)
@@ -118,7 +119,7 @@ class Schedule:
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
         """Compute `tensor` into a cache in `scope` first, then copy it out; returns the
         cache, whose stage does the original (reduction) work."""
-        stage = self._as_stage(tensor, f"cache_write of {tensor.name}")
+        stage = self.stage_for(tensor, f"cache_write of {tensor.name}")
         if stage.relations or stage.iter_var_attrs:
             raise ScheduleError(f"cache_write of {tensor.name}: call it before splitting, "
                                 f"fusing or annotating stage {stage.name}")
@@ -130,7 +131,7 @@ class Schedule:
         cache = cache_op.output(0)
         copy = ComputeOp(op.name, op.tag, op.attrs, op.axis, cache[tuple(iv.var for iv in op.axis)])
         self._replace_op(stage, copy)
-        stage._reset_iter_vars()
+        stage.reset_iter_vars()
         cache_stage = Stage(cache_op, self)
         cache_stage.scope = scope
         self._add_stage(cache_stage, self.stages.index(stage))

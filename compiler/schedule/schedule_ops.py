@@ -9,11 +9,12 @@ A split that may not divide its parent gets a guard `if (parent < extent)`.
 from __future__ import annotations
 
 from ..arith.simplify import const_bound, loop_bounds, simplify
+from ..ir import expr as E
+from ..ir.expr import ProducerLoad
 from ..ir.functor import free_vars, substitute
+from ..ir.reduce import Reduce
 from ..ir.stmt import SERIAL, For, IfThenElse, ProducerStore, Realize, Stmt, seq
-from ..te import expr as E
-from ..te.reduce import Reduce
-from ..te.tensor import REDUCE, IterVar, ProducerLoad
+from ..te.tensor import REDUCE, IterVar
 from .bound import BoundContext
 from .relations import Fuse, Rebase, Split
 from .stage import ROOT, SCOPE, Stage

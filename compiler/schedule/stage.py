@@ -6,8 +6,8 @@ IterVar graph and attachment; bound inference and schedule_ops read them later.
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..ir.expr import IntImm, Var
 from ..ir.stmt import PARALLEL, UNROLLED, VECTORIZED
-from ..te.expr import IntImm, Var
 from ..te.tensor import REDUCE, ComputeOp, IterVar
 from .relations import Fuse, Split
 
@@ -34,9 +34,11 @@ class Stage:
         self.schedule = schedule
         self.is_output = False
         self.scope = "global"
-        self._reset_iter_vars()
+        self.reset_iter_vars()
 
-    def _reset_iter_vars(self):
+    def reset_iter_vars(self):
+        """Forget every split, fuse, reorder, annotation and attachment: the loops of
+        `op`'s axes at the root (cache_write gives the stage a new op)."""
         self.all_iter_vars = list(self.op.root_iter_vars)
         self.leaf_iter_vars = list(self.op.root_iter_vars)
         self.relations = []
@@ -154,7 +156,7 @@ class Stage:
     def compute_at(self, parent, axis):
         """Compute this stage inside the loop `axis` of stage `parent`, only the region
         that one iteration of that loop needs."""
-        parent = self.schedule._as_stage(parent, f"compute_at of stage {self.name}")
+        parent = self.schedule.stage_for(parent, f"compute_at of stage {self.name}")
         if parent is self:
             raise ScheduleError(f"stage {self.name}: compute_at onto itself")
         walk = parent

@@ -1,20 +1,25 @@
 """The tensor-expression language: say *what* to compute, then schedule *how*.
 
-Names follow TVM's `tvm.te`: placeholder, compute, reduce_axis, var, sum / max / min,
-comm_reducer, if_then_else, create_schedule.
+Names follow TVM's `tvm.te`: placeholder, compute, reduce_axis, var, const, sum / max /
+min, comm_reducer, if_then_else, create_schedule. The expression nodes themselves
+(Expr, Var, Range, Reduce, ...) live in compiler/ir and are handed on here, where TVM
+users find them.
 """
-from .expr import Expr, Var, const
+from ..ir.expr import Expr, ProducerLoad, Var, const
+from ..ir.range import Range
+from ..ir.reduce import CommReducer, Reduce
+from ..schedule.schedule import Schedule, create_schedule
 from .intrin import (abs, all, any, cast, ceil, exp, floor, floordiv, floormod, if_then_else,
                      log, max, min, power, select, sigmoid, sqrt, sum, tanh, truncdiv, truncmod)
-from .reduce import CommReducer, Reduce, comm_reducer
-from .tensor import (ComputeOp, IterVar, PlaceholderOp, ProducerLoad, Range, Tensor, compute,
-                     placeholder, reduce_axis, var)
-from ..schedule.schedule import Schedule, create_schedule
+from .reduce import comm_reducer, max_value, min_value
+from .tensor import (ComputeOp, IterVar, PlaceholderOp, Tensor, compute, placeholder,
+                     reduce_axis, var)
 
 __all__ = [
     "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "exp", "floor", "floordiv",
     "floormod", "if_then_else", "log", "max", "min", "power", "select", "sigmoid", "sqrt",
     "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce", "comm_reducer",
-    "ComputeOp", "IterVar", "PlaceholderOp", "ProducerLoad", "Range", "Tensor", "compute",
-    "placeholder", "reduce_axis", "var", "Schedule", "create_schedule",
+    "min_value", "max_value", "ComputeOp", "IterVar", "PlaceholderOp", "ProducerLoad",
+    "Range", "Tensor", "compute", "placeholder", "reduce_axis", "var", "Schedule",
+    "create_schedule",
 ]

@@ -1,8 +1,8 @@
 """Math intrinsics and the functional forms of operators (te.exp, te.if_then_else, ...)."""
 from __future__ import annotations
 
-from .expr import (And, Call, Cast, Expr, FloorDiv, FloorMod, Max, Min, Or, Select, TruncDiv,
-                   TruncMod, _as_bool, _promote, binary, check_dtype, convert, is_float, logical)
+from ..ir.expr import (And, Call, Cast, Expr, FloorDiv, FloorMod, Max, Min, Or, Select, TruncDiv,
+                      TruncMod, as_bool, binary, check_dtype, convert, is_float, logical, promote)
 from .reduce import reduce_max, reduce_min, reduce_sum
 from .tensor import IterVar
 
@@ -59,7 +59,7 @@ def abs(x) -> Expr:  # noqa: A001 - the TVM name
 
 def power(x, y) -> Expr:
     """x ** y for floats."""
-    x, y = _promote(convert(x), convert(y, getattr(x, "dtype", None)))
+    x, y = promote(convert(x), convert(y, getattr(x, "dtype", None)))
     if not is_float(x.dtype):
         x, y = x.astype("float32"), y.astype("float32")
     return Call("pow", (x, y), x.dtype)
@@ -67,10 +67,10 @@ def power(x, y) -> Expr:
 
 def if_then_else(cond, t, f) -> Expr:
     """`t` where `cond` holds, else `f`; only the chosen branch is evaluated."""
-    cond = _as_bool(convert(cond), "if_then_else")
+    cond = as_bool(convert(cond), "if_then_else")
     t = convert(t, getattr(f, "dtype", None))
     f = convert(f, t.dtype)
-    t, f = _promote(t, f)
+    t, f = promote(t, f)
     return Select(cond, t, f)
 
 

@@ -1,38 +1,13 @@
-"""Reductions: commutative reducers (sum, max, min, custom) and the Reduce node."""
+"""Reducers: te.comm_reducer and the sum / max / min made with it.
+
+The Reduce node they build lives in compiler/ir/reduce.py; this module is the
+user-facing way to make one over reduce axes.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from .expr import Expr, Max, Min, Var, convert, const, is_float, node
-from .tensor import REDUCE, REDUCE_VARS, IterVar
-
-
-@dataclass(frozen=True, eq=False)
-class CommReducer:
-    """A commutative, associative combiner `result(lhs, rhs)` with an identity element."""
-    name: str
-    lhs: Var
-    rhs: Var
-    result: Expr
-    identity: Expr
-
-    def combine(self, a: Expr, b: Expr) -> Expr:
-        from ..ir.functor import substitute
-        return substitute(self.result, {self.lhs: a, self.rhs: b})
-
-
-@node
-class Reduce(Expr):
-    """`combiner` folded over `source` for every point of `axis` where `condition` holds."""
-    combiner: CommReducer
-    source: Expr
-    axis: tuple
-    condition: Expr | None = None
-    dtype: str = field(default="")
-
-    def __post_init__(self):
-        if not self.dtype:
-            object.__setattr__(self, "dtype", self.source.dtype)
+from ..ir.expr import Expr, Max, Min, Var, const, convert, is_float
+from ..ir.reduce import CommReducer, Reduce
+from .tensor import REDUCE, IterVar
 
 
 def comm_reducer(fcombine, fidentity, name: str = "reduce"):
@@ -61,37 +36,21 @@ def comm_reducer(fcombine, fidentity, name: str = "reduce"):
     return reducer
 
 
-def _lowest(dtype: str) -> Expr:
+def min_value(dtype: str) -> Expr:
+    """The least value of `dtype` (-inf for floats): the identity of a max reduction,
+    and the padding of a max pooling."""
     if is_float(dtype):
         return const(float("-inf"), dtype)
     return const(-(2 ** (int(dtype[3:]) - 1)), dtype)
 
 
-def _highest(dtype: str) -> Expr:
+def max_value(dtype: str) -> Expr:
+    """The greatest value of `dtype` (inf for floats): the identity of a min reduction."""
     if is_float(dtype):
         return const(float("inf"), dtype)
     return const(2 ** (int(dtype[3:]) - 1) - 1, dtype)
 
 
 reduce_sum = comm_reducer(lambda x, y: x + y, lambda t: const(0, t), name="sum")
-reduce_max = comm_reducer(lambda x, y: Max(x, y), _lowest, name="max")
-reduce_min = comm_reducer(lambda x, y: Min(x, y), _highest, name="min")
-
-
-def check_reduce_usage(body: Expr, stage: str) -> None:
-    """Reject a reduction that is not the whole body, and a reduce_axis used outside one."""
-    from ..ir.functor import collect
-    top = body if isinstance(body, Reduce) else None
-    inner = [e for e in collect(body, lambda e: isinstance(e, Reduce)) if e is not top]
-    if inner:
-        raise ValueError(f"compute {stage}: a reduction must be the whole body of the "
-                         f"compute, not part of an expression ({inner[0]})")
-    bound = {iv.var for iv in top.axis} if top is not None else set()
-    parts = [body] if top is None else [top.source] + [c for c in [top.condition] if c is not None]
-    for part in parts:
-        for v in collect(part, lambda e: isinstance(e, Var) and e in REDUCE_VARS):
-            if v not in bound:
-                raise ValueError(f"compute {stage}: reduce_axis {v.name} is used outside a "
-                                 f"reduction over it; wrap the expression in te.sum(..., "
-                                 f"axis={v.name}) or another reducer")
-
+reduce_max = comm_reducer(lambda x, y: Max(x, y), min_value, name="max")
+reduce_min = comm_reducer(lambda x, y: Min(x, y), max_value, name="min")

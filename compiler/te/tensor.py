@@ -1,38 +1,18 @@
 """Tensors and the operations that produce them: placeholder, compute, reduce_axis.
 
 An Operation owns its root IterVars (`axis` and `reduce_axis`); a Tensor is one output
-of an Operation. Indexing a Tensor (`A[i, j]`) makes a ProducerLoad expression.
+of an Operation. Indexing a Tensor (`A[i, j]`) makes a ProducerLoad expression (an IR
+node, compiler/ir/expr.py).
 """
 from __future__ import annotations
 
 import inspect
 import weakref
-from dataclasses import dataclass, field
 
-from .expr import Expr, IntImm, Var, check_dtype, const, convert, node
-
-
-@dataclass(frozen=True, eq=False)
-class Range:
-    """The integer interval [min, min + extent)."""
-    min: Expr
-    extent: Expr
-
-    @staticmethod
-    def make(lo, hi) -> "Range":
-        """The range [lo, hi), as reduce_axis((lo, hi)) states it."""
-        lo = convert(lo)
-        return Range(lo, _simplify(convert(hi) - lo))
-
-    def __str__(self):
-        return f"range(min={self.min}, ext={self.extent})"
-
-    __repr__ = __str__
-
-
-def _simplify(e: Expr) -> Expr:
-    from ..arith.simplify import simplify
-    return simplify(e)
+from ..ir.expr import Expr, IntImm, ProducerLoad, Var, check_dtype, const, convert
+from ..ir.functor import collect
+from ..ir.range import Range
+from ..ir.reduce import Reduce
 
 
 DATA_PAR, REDUCE = "data_par", "reduce"
@@ -96,7 +76,6 @@ class ComputeOp(Operation):
     """`out[axis] = body`, where the body may be one top-level reduction."""
 
     def __init__(self, name, tag, attrs, axis, body: Expr):
-        from .reduce import Reduce
         self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
         self.axis = list(axis)
         self.body = body
@@ -109,7 +88,6 @@ class ComputeOp(Operation):
         return self.axis + self.reduce_axis
 
     def input_tensors(self) -> list["Tensor"]:
-        from ..ir.functor import collect
         seen = {}
         for load in collect(self.body, lambda e: isinstance(e, ProducerLoad)):
             seen.setdefault(load.producer, None)
@@ -152,18 +130,6 @@ class Tensor:
         return f"Tensor({self.name}, shape={list(map(str, self.shape))}, {self.dtype})"
 
 
-@node
-class ProducerLoad(Expr):
-    """A read of a tensor element, before buffers exist."""
-    producer: Tensor
-    indices: tuple
-    dtype: str = field(default="")
-
-    def __post_init__(self):
-        if not self.dtype:
-            object.__setattr__(self, "dtype", self.producer.dtype)
-
-
 def var(name: str = "n", dtype: str = "int32") -> Var:
     """A symbolic scalar, typically a size: `n = te.var("n"); te.placeholder((n,))`."""
     return Var(name, check_dtype(dtype))
@@ -201,7 +167,6 @@ def compute(shape, fcompute, name: str = "compute", tag: str = "", attrs=None) -
     `fcompute` takes one argument per dimension (named like its parameters) and
     returns an expression; a reduction (te.sum, ...) may appear only at the top.
     """
-    from .reduce import Reduce, check_reduce_usage
     shape = _shape(shape, f"compute {name}")
     params = list(inspect.signature(fcompute).parameters.values())
     if params and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
@@ -219,3 +184,20 @@ def compute(shape, fcompute, name: str = "compute", tag: str = "", attrs=None) -
     if isinstance(body, Reduce) and body.dtype == "bool":
         raise TypeError(f"compute {name}: cannot reduce booleans")
     return ComputeOp(name, tag, attrs, axis, body).output(0)
+
+
+def check_reduce_usage(body: Expr, stage: str) -> None:
+    """Reject a reduction that is not the whole body, and a reduce_axis used outside one."""
+    top = body if isinstance(body, Reduce) else None
+    inner = [e for e in collect(body, lambda e: isinstance(e, Reduce)) if e is not top]
+    if inner:
+        raise ValueError(f"compute {stage}: a reduction must be the whole body of the "
+                         f"compute, not part of an expression ({inner[0]})")
+    bound = {iv.var for iv in top.axis} if top is not None else set()
+    parts = [body] if top is None else [top.source] + [c for c in [top.condition] if c is not None]
+    for part in parts:
+        for v in collect(part, lambda e: isinstance(e, Var) and e in REDUCE_VARS):
+            if v not in bound:
+                raise ValueError(f"compute {stage}: reduce_axis {v.name} is used outside a "
+                                 f"reduction over it; wrap the expression in te.sum(..., "
+                                 f"axis={v.name}) or another reducer")

@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 
 from ..arith.int_set import IntervalSet, eval_set
-from ..arith.simplify import (Linear, const_bound, loop_bounds, node_count, simplify,
-                              simplify_stmt, skey)
+from ..arith.simplify import Linear, const_bound, loop_bounds, node_count, simplify, skey
+from ..ir import expr as E
 from ..ir.functor import children, collect, free_vars, map_children, transform
 from ..ir.stmt import For, IfThenElse, LetStmt, Stmt, seq
-from ..te import expr as E
 from .remove_no_op import is_no_op, no_op, remove_no_op
+from .simplify import simplify_stmt
 from .unroll import bind
 
 # Solved boundaries (and relaxed ranges) larger than this, and guards, clamped boundaries

@@ -10,10 +10,11 @@ nothing rather than None. `is_no_op` recognises it (and any Evaluate of a consta
 from __future__ import annotations
 
 from ..arith.simplify import const_bound, equal
+from ..ir import expr as E
+from ..ir.expr import Load
 from ..ir.functor import collect, free_vars, transform
-from ..ir.stmt import (Allocate, Evaluate, For, IfThenElse, LetStmt, Load, SeqStmt, Stmt,
-                       Store, seq)
-from ..te import expr as E
+from ..ir.stmt import (Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, Store,
+                       seq)
 
 
 def no_op() -> Evaluate:

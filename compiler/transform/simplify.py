@@ -1,12 +1,27 @@
-"""Simplify: index arithmetic and constant folding (compiler/arith), and loops of
-extent 1 replaced by their body with the loop variable bound to the loop's start,
-which removes the degenerate loops that splits and partitions leave behind."""
+"""Simplify: index arithmetic and constant folding (compiler/arith) over every expression
+of a statement, and loops of extent 1 replaced by their body with the loop variable bound
+to the loop's start, which removes the degenerate loops that splits and partitions leave
+behind."""
 from __future__ import annotations
 
-from ..arith.simplify import simplify_stmt
-from ..ir.functor import substitute, transform
+from ..arith.simplify import Bounds, loop_bounds, simplify
+from ..ir import expr as E
+from ..ir.functor import map_children, substitute, transform
 from ..ir.stmt import For
-from ..te import expr as E
+
+
+def simplify_stmt(s, bounds: Bounds | None = None):
+    """Simplify every expression of a statement; inside a loop the loop variable's range
+    is known, so `floordiv(i, 16)` with i in [0, 16) becomes 0."""
+    bounds = bounds or {}
+    if isinstance(s, E.Expr):
+        return simplify(s, bounds)
+    if isinstance(s, For):
+        lo, ext = simplify(s.min, bounds), simplify(s.extent, bounds)
+        inner = {**bounds, s.loop_var: loop_bounds(lo, ext, bounds)}
+        body = simplify_stmt(s.body, inner)
+        return For(s.loop_var, lo, ext, s.kind, body, s.pragmas)
+    return map_children(s, lambda c: simplify_stmt(c, bounds))
 
 
 def _drop_unit_loop(s):
@@ -22,4 +37,4 @@ def simplify_func_body(stmt, bounds: dict | None = None):
     return simplify_stmt(stmt, bounds)
 
 
-__all__ = ["simplify_func_body"]
+__all__ = ["simplify_func_body", "simplify_stmt"]

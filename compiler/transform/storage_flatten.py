@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from ..arith.simplify import const_upper_bound, loop_bounds, simplify
 from ..errors import LowerError
+from ..ir import expr as E
+from ..ir.expr import Load, ProducerLoad
 from ..ir.functor import map_children
-from ..ir.stmt import Allocate, Buffer, For, Load, ProducerStore, Realize, Store
-from ..te import expr as E
-from ..te.tensor import ProducerLoad
+from ..ir.stmt import Allocate, Buffer, For, ProducerStore, Realize, Store
 
 
 def _flat_index(indices, mins, shape) -> E.Expr:

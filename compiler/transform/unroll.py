@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 
 from ..arith.simplify import simplify
+from ..ir import expr as E
+from ..ir.expr import Load
 from ..ir.functor import children, free_vars, substitute, transform
-from ..ir.stmt import (SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Load, Stmt, Store,
-                       seq)
-from ..te import expr as E
+from ..ir.stmt import SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Stmt, Store, seq
 from .remove_no_op import no_op
 
 

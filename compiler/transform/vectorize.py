@@ -16,10 +16,11 @@ from __future__ import annotations
 import warnings
 
 from ..arith.simplify import simplify, skey
+from ..ir import expr as E
+from ..ir.expr import Broadcast, Load, Ramp
 from ..ir.functor import collect, substitute, transform
-from ..ir.stmt import (SERIAL, VECTORIZED, Allocate, Broadcast, Evaluate, For, IfThenElse,
-                       LetStmt, Load, Ramp, SeqStmt, Store)
-from ..te import expr as E
+from ..ir.stmt import (SERIAL, VECTORIZED, Allocate, Evaluate, For, IfThenElse, LetStmt,
+                       SeqStmt, Store)
 
 
 class VectorizeWarning(UserWarning):

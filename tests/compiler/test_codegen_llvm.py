@@ -6,7 +6,7 @@ import pytest
 import compiler
 from compiler import te, transform
 from compiler.ops.gemm import packed_matmul
-from compiler.te.expr import Call
+from compiler.ir.expr import Call
 
 HAS_AVX512 = "+avx512f" in compiler.Target("llvm").features.split(",")
 

@@ -13,9 +13,10 @@ import pytest
 from compiler import lower, te
 from compiler.ir.functor import collect
 from compiler.ir.interpreter import run
+from compiler.ir import expr as E
+from compiler.ir.expr import Load
 from compiler.ir.stmt import (PARALLEL, SERIAL, VECTORIZED, Allocate, Buffer, For, IfThenElse,
-                              LetStmt, Load, PrimFunc, SeqStmt, Store)
-from compiler.te import expr as E
+                              LetStmt, PrimFunc, SeqStmt, Store)
 from compiler.transform.loop_partition import loop_partition
 from lower_check import Log, random_annotate, random_reorder, random_split
 from pass_check import assert_same_results, chain, nan, run_copy, vec

@@ -17,7 +17,7 @@ import time
 import llvmlite.binding as llvm
 import pytest
 
-from compiler.codegen.compile import optimize, target_machine
+from compiler.llvm_target import optimize, target_machine
 from compiler.runtime.native import ensure_loaded, runtime_ir, time_native
 from compiler.target import host_target
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from compiler import lower, te
+from compiler.ir import expr as E
+from compiler.ir.expr import Load
 from compiler.ir.stmt import (SERIAL, Allocate, Buffer, Evaluate, For, IfThenElse, LetStmt,
-                              Load, PrimFunc, SeqStmt, Store)
-from compiler.te import expr as E
+                              PrimFunc, SeqStmt, Store)
 from compiler.transform.remove_no_op import is_no_op, no_op, remove_no_op
 from lower_check import Log, random_reorder, random_split
 from pass_check import assert_same_results, nan, vec

@@ -1,7 +1,7 @@
 """The index simplifier and constant bounds (compiler/arith/simplify.py)."""
-from compiler.arith.simplify import const_bound, const_upper_bound, simplify
-from compiler.te import expr as E
 from compiler import te
+from compiler.arith.simplify import const_bound, const_upper_bound, simplify
+from compiler.ir import expr as E
 
 
 def s(e, **bounds):

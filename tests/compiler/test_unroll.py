@@ -10,9 +10,10 @@ import pytest
 
 from compiler import lower, te
 from compiler.ir.functor import collect
+from compiler.ir import expr as E
+from compiler.ir.expr import Load
 from compiler.ir.stmt import (PARALLEL, SERIAL, UNROLLED, VECTORIZED, Allocate, Buffer, For,
-                              Load, PrimFunc, SeqStmt, Store)
-from compiler.te import expr as E
+                              PrimFunc, SeqStmt, Store)
 from compiler.transform.loop_partition import loop_partition
 from compiler.transform.unroll import unroll_loop
 from lower_check import Log, random_annotate, random_reorder, random_split

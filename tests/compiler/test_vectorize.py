@@ -5,6 +5,10 @@ import warnings
 import pytest
 
 from compiler import lower, te
+from compiler.ir.expr import Load
+from compiler.ir.functor import transform
+from compiler.ir.stmt import SERIAL, VECTORIZED, For, Store
+from compiler.transform.loop_partition import loop_partition
 from compiler.transform.simplify import simplify_func_body
 from compiler.transform.vectorize import VectorizeWarning, vectorize_loop
 
@@ -58,8 +62,6 @@ def test_reduction_along_the_vectorized_axis_is_refused():
     s = te.create_schedule(B.op)
     f = lower(s, [A, B])
     # Mark the reduction loop vectorized by hand (schedules refuse it up front).
-    from compiler.ir.functor import transform
-    from compiler.ir.stmt import VECTORIZED, For
     body = transform(f.body, lambda n: For(n.loop_var, n.min, n.extent, VECTORIZED, n.body)
                      if isinstance(n, For) and n.loop_var.name == "k" else None)
     out, refused = _refusals(body)
@@ -75,8 +77,6 @@ def test_loop_carried_dependence_is_refused():
     s[B].vectorize(B.op.axis[0])
     f = lower(s, [A, B])
     # B[i] = B[i - 1] * 2 style: the load of A[i + 1] becomes a load of B[i - 1].
-    from compiler.ir.functor import transform
-    from compiler.ir.stmt import Load, Store
     store = [n for n in [f.body.body] if isinstance(n, Store)][0]
     body = transform(f.body, lambda n: Load(store.buffer, n.index - 2)
                      if isinstance(n, Load) and n.buffer.name == "A" else None)
@@ -99,7 +99,6 @@ def test_variable_extent_is_refused_but_a_partition_tail_is_not_reported():
     _, refused = _refusals(lower(s, [A, C]).body)
     assert refused == [("i", "its extent n is not a constant")]
 
-    from compiler.transform.loop_partition import loop_partition
     s = te.create_schedule(C.op)
     _, inner = s[C].split(C.op.axis[0], factor=16)
     s[C].vectorize(inner)
@@ -111,7 +110,6 @@ def test_variable_extent_is_refused_but_a_partition_tail_is_not_reported():
 
 
 def test_simplify_removes_unit_loops_and_folds_constants():
-    from compiler.ir.stmt import SERIAL, For, Load, Store
     A = te.placeholder((4,), name="A")
     B = te.compute((4,), lambda i: A[i] * 2.0, name="B")
     f = lower(te.create_schedule(B.op), [A, B])

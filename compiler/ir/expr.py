@@ -1,14 +1,18 @@
-"""Expression nodes of the tensor-expression language and the loop IR.
+"""Expression nodes: the ground floor that tensor expressions, bound inference, the
+loop IR and code generation all build on (as TVM's tir expressions).
 
 Nodes are immutable and hashed by identity: two `Var("i")` are different variables,
 exactly as in TVM. Python operators build nodes, so `A[i, k] * B[k, j] + 1` is an
 expression tree. `a == b` builds an `EQ` node; its truth value is identity (`a is b`),
-which keeps Vars usable as dictionary keys and list members.
+which keeps Vars usable as dictionary keys and list members. `int()` and `float()` give
+the value of a constant, as in TVM.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from .node import Node, node
 
 DTYPES = ("bool", "int8", "int32", "int64", "float32", "float64")
 
@@ -21,14 +25,17 @@ def check_dtype(dtype: str) -> str:
 
 
 def is_float(dtype: str) -> bool:
+    """Whether `dtype` (or its lanes) is a floating-point type."""
     return dtype.startswith("float")
 
 
 def is_int(dtype: str) -> bool:
+    """Whether `dtype` (or its lanes) is a signed integer type (bool is not)."""
     return dtype.startswith("int")
 
 
 def bits(dtype: str) -> int:
+    """Bits of one lane of `dtype`; bool counts 1."""
     dtype = element(dtype)
     return 1 if dtype == "bool" else int(dtype.removeprefix("int").removeprefix("float"))
 
@@ -48,7 +55,7 @@ def with_lanes(dtype: str, n: int) -> str:
     return element(dtype) if n == 1 else f"{element(dtype)}x{n}"
 
 
-class Expr:
+class Expr(Node):
     """Base of every expression. Subclasses are frozen dataclasses with a `dtype`."""
 
     __slots__ = ()
@@ -80,40 +87,48 @@ class Expr:
     def __ror__(self, other): return logical(Or, other, self)
 
     def __invert__(self):
-        return Not(_as_bool(self, "~"))
+        return Not(as_bool(self, "~"))
 
     def __bool__(self):
         raise ValueError(
             f"cannot use the symbolic expression {self} as a Python bool; "
             "use te.if_then_else / te.select, and & | ~ instead of and / or / not")
 
+    def __int__(self):
+        raise TypeError(f"int() needs an integer constant, but {self} is a {type(self).__name__} "
+                        f"of dtype {self.dtype}")
+
+    def __float__(self):
+        raise TypeError(f"float() needs a constant, but {self} is a {type(self).__name__} "
+                        f"of dtype {self.dtype}")
+
     def astype(self, dtype: str) -> Expr:
         """Convert to `dtype` (a Cast node; no node when the dtype already matches)."""
         check_dtype(dtype)
         return self if dtype == self.dtype else Cast(dtype, self)
 
-    def __str__(self):
-        from ..ir.printer import expr_str
-        return expr_str(self)
-
-    __repr__ = __str__
-
-
-def node(cls):
-    """Make `cls` an IR node: a frozen dataclass hashed by identity, printed by the printer."""
-    return dataclass(frozen=True, eq=False, repr=False)(cls)
-
 
 @node
 class IntImm(Expr):
+    """An integer (or bool) constant; `int()` and `float()` give its value."""
     value: int
     dtype: str = "int32"
+
+    def __int__(self):
+        return self.value
+
+    def __float__(self):
+        return float(self.value)
 
 
 @node
 class FloatImm(Expr):
+    """A floating-point constant; `float()` gives its value."""
     value: float
     dtype: str = "float32"
+
+    def __float__(self):
+        return self.value
 
 
 @node
@@ -214,6 +229,55 @@ class Let(Expr):
             object.__setattr__(self, "dtype", self.body.dtype)
 
 
+@node
+class ProducerLoad(Expr):
+    """A read of a tensor element, before buffers exist. `producer` is whatever tensor
+    the expression reads (a te.Tensor); the IR needs only its `name` and `dtype`."""
+    producer: Any
+    indices: tuple
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.producer.dtype)
+
+
+@node
+class Load(Expr):
+    """A read of `buffer` (a stmt.Buffer) at one flat `index`, after storage flattening."""
+    buffer: Any
+    index: Expr
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        if not self.dtype:
+            object.__setattr__(self, "dtype", self.buffer.dtype)
+
+
+@node
+class Ramp(Expr):
+    """The vector `[base, base + stride, ..., base + (lanes-1)*stride]`: a vectorized
+    loop variable, and the index of a contiguous vector load or store."""
+    base: Expr
+    stride: Expr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", with_lanes(self.base.dtype, self.lanes))
+
+
+@node
+class Broadcast(Expr):
+    """A scalar repeated in every lane, where it meets a vector."""
+    value: Expr
+    lanes: int
+    dtype: str = field(default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", with_lanes(self.value.dtype, self.lanes))
+
+
 # ---------------------------------------------------------------- construction helpers
 
 def const(value, dtype: str | None = None) -> Expr:
@@ -254,7 +318,8 @@ def convert(value: Any, like: str | None = None) -> Expr:
     raise TypeError(f"cannot use {value!r} of type {type(value).__name__} in an expression")
 
 
-def _promote(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+def promote(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """`a` and `b` cast to one dtype: float over int, then the wider, as C promotes."""
     if a.dtype == b.dtype:
         return a, b
     fa, fb = is_float(a.dtype), is_float(b.dtype)
@@ -270,7 +335,7 @@ def binary(cls, a, b) -> Expr:
     if not isinstance(a, Expr):
         a = convert(a, getattr(convert(b), "dtype", None))
     b = convert(b, a.dtype)
-    a, b = _promote(a, b)
+    a, b = promote(a, b)
     if cls in (FloorMod, TruncMod, TruncDiv) and is_float(a.dtype):
         raise TypeError(f"{cls.__name__} needs integer operands, got {a.dtype}")
     if cls is FloorDiv and is_float(a.dtype):
@@ -282,7 +347,7 @@ def div(a, b) -> Expr:
     """`a / b`: true division for floats; integers must say which rounding they mean."""
     a = convert(a, getattr(b, "dtype", None))
     b = convert(b, a.dtype)
-    a, b = _promote(a, b)
+    a, b = promote(a, b)
     if not is_float(a.dtype):
         raise TypeError(
             f"'/' on integers ({a} / {b}) is ambiguous: use // (floordiv) or te.truncdiv, "
@@ -290,13 +355,15 @@ def div(a, b) -> Expr:
     return Div(a, b)
 
 
-def _as_bool(x: Expr, op: str) -> Expr:
+def as_bool(x: Expr, op: str) -> Expr:
+    """`x`, when it is boolean; else a TypeError naming it and the operator `op`."""
     if x.dtype != "bool":
         raise TypeError(f"operator {op} needs boolean operands, got {x} of dtype {x.dtype}")
     return x
 
 
 def logical(cls, a, b) -> Expr:
+    """`cls(a, b)` for And / Or, after checking that both operands are boolean."""
     a, b = convert(a), convert(b)
     name = "&" if cls is And else "|"
-    return cls(_as_bool(a, name), _as_bool(b, name))
+    return cls(as_bool(a, name), as_bool(b, name))
