@@ -19,6 +19,7 @@ import numpy as np
 
 import compiler
 from compiler import te
+from compiler.ops import get_const_tuple
 
 from .builder import error_message
 from .measure import MeasureErrorNo
@@ -32,16 +33,12 @@ CUTOFF_FLOOR_S = 0.01
 TIMING_LOCK = os.path.join(tempfile.gettempdir(), "autosched-timing.lock")
 
 
-def _shape(tensor) -> tuple:
-    return tuple(int(getattr(d, "value", d)) for d in tensor.shape)
-
-
 def random_inputs(tensors, seed: int = SEED) -> list[np.ndarray]:
     """Seeded arrays for `tensors`: floats in [-1, 1), small integers, random booleans."""
     rng = np.random.default_rng(seed)
     arrays = []
     for t in tensors:
-        shape, dtype = _shape(t), np.dtype(t.dtype)
+        shape, dtype = get_const_tuple(t.shape), np.dtype(t.dtype)
         if dtype.kind == "f":
             arrays.append(rng.uniform(-1, 1, shape).astype(dtype))
         elif dtype.kind == "b":
@@ -53,7 +50,7 @@ def random_inputs(tensors, seed: int = SEED) -> list[np.ndarray]:
 
 def unwritten(tensor) -> np.ndarray:
     """An output array whose every element is wrong until the kernel writes it."""
-    shape, dtype = _shape(tensor), np.dtype(tensor.dtype)
+    shape, dtype = get_const_tuple(tensor.shape), np.dtype(tensor.dtype)
     if dtype.kind == "f":
         return np.full(shape, np.nan, dtype)
     return np.full(shape, 1 if dtype.kind == "b" else np.iinfo(dtype).min, dtype)

@@ -95,12 +95,12 @@ class Expr(Node):
             "use te.if_then_else / te.select, and & | ~ instead of and / or / not")
 
     def __int__(self):
-        raise TypeError(f"int() needs an integer constant, but {self} is a {type(self).__name__} "
-                        f"of dtype {self.dtype}")
+        raise TypeError(f"int() needs an integer constant, got {self} "
+                        f"({type(self).__name__}, dtype {self.dtype})")
 
     def __float__(self):
-        raise TypeError(f"float() needs a constant, but {self} is a {type(self).__name__} "
-                        f"of dtype {self.dtype}")
+        raise TypeError(f"float() needs a constant, got {self} "
+                        f"({type(self).__name__}, dtype {self.dtype})")
 
     def astype(self, dtype: str) -> Expr:
         """Convert to `dtype` (a Cast node; no node when the dtype already matches)."""

@@ -13,8 +13,9 @@ One module per family: elemwise, broadcast, reduction, softmax, matmul, pad, con
 depthwise_conv2d, pooling. Each operator declares its fusion pattern kind (pattern.py):
 `ops.pattern_of("conv2d_nchw")`, `ops.conv2d_nchw.pattern`, or `ops.pattern_kind(y)` for
 a tensor an operator produced. Bad shapes or parameters raise `ops.OpError` (a
-ValueError) naming the operator and the shapes; shape.py holds the checks they share,
-schedule.py the default schedule, gemm.py a hand-tuned GEMM schedule.
+ValueError) naming the operator and the shapes; shape.py holds the checks they share
+(and `ops.get_const_tuple(shape)`, a constant shape as Python ints), schedule.py the
+default schedule, gemm.py a hand-tuned GEMM schedule.
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc
@@ -26,7 +27,7 @@ from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names, as ops.sum
 from .schedule import default_schedule
-from .shape import OpError
+from .shape import OpError, get_const_tuple
 from .softmax import softmax
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "matmul", "dense", "batch_matmul",
     "pad", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
+    "get_const_tuple",
 ]

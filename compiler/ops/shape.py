@@ -7,6 +7,8 @@ raises OpError naming the operator and the shapes it was given.
 
 Sizes may be symbolic (te.var) where an operator's rule does not need their values: two
 symbolic sizes match when they are the same expression, and only a constant 1 broadcasts.
+Where values are needed, `get_const_tuple` (exported as compiler.ops.get_const_tuple)
+turns a constant shape into Python ints.
 """
 from __future__ import annotations
 
@@ -43,12 +45,26 @@ def check_tensor(op: str, what: str, x, ndim: int | None = None) -> None:
         raise OpError(f"{op}: {what} must have {ndim} dimensions, got shape {shape_str(x.shape)}")
 
 
+def get_const_tuple(shape) -> tuple[int, ...]:
+    """`shape` (constant expressions or ints, as a tensor's `shape`) as a tuple of Python
+    ints, as TVM's topi.utils.get_const_tuple: what numpy needs to make arrays of a tensor's
+    size. A dimension that is not a constant (a te.var size) is a TypeError naming it."""
+    dims = []
+    for k, d in enumerate(shape):
+        if isinstance(d, bool) or not isinstance(d, (int, IntImm)):
+            raise TypeError(f"get_const_tuple: dimension {k} of the shape {shape_str(shape)} "
+                            f"is {d}, not a constant")
+        dims.append(int(d))
+    return tuple(dims)
+
+
 def static_shape(op: str, what: str, x: Tensor) -> tuple[int, ...]:
     """The shape of `x` as ints; windowed operators need the values to size their output."""
-    dims = tuple(static(d) for d in x.shape)
-    if None in dims:
-        raise OpError(f"{op}: {what} must have a constant shape, got {shape_str(x.shape)}")
-    return dims
+    try:
+        return get_const_tuple(x.shape)
+    except TypeError:
+        raise OpError(f"{op}: {what} must have a constant shape, "
+                      f"got {shape_str(x.shape)}") from None
 
 
 def broadcast_shape(op: str, *shapes) -> tuple:

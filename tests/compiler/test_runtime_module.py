@@ -4,11 +4,14 @@ import subprocess
 import sys
 import textwrap
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
 import compiler
 from compiler import runtime, te
+from compiler.codegen.llvm import CodeGenLLVM
+from compiler.errors import ModuleFormatError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -86,3 +89,62 @@ def test_symbolic_sizes_bind_from_the_arrays():
     f = _saxpy()
     with pytest.raises(ValueError, match=r"argument 1 \(Y\) of saxpy has shape \(5,\), expected \(4,\)"):
         f(np.ones(4, "float32"), np.ones(5, "float32"), np.ones(4, "float32"))
+
+
+def _shifted_sums():
+    """B[i] = A[i] + A[i + 2] and C[j] = A[2j]: argument shapes (n + 2,), (n,) and
+    (n // 2 + 1,), two of them expressions of the size n."""
+    n = te.var("n")
+    A = te.placeholder((n + 2,), name="A")
+    B = te.compute((n,), lambda i: A[i] + A[i + 2], name="B")
+    C = te.compute((n // 2 + 1,), lambda j: A[j * 2], name="C")
+    return compiler.build(te.create_schedule([B.op, C.op]), [A, B, C], name="shifted")
+
+
+LOAD_AND_CHECK_SHAPES = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from compiler import runtime
+    f = runtime.load(sys.argv[1])
+    for n in (1, 6, 9):
+        a = np.arange(n + 2, dtype="float32")
+        b, c = np.zeros(n, "float32"), np.zeros(n // 2 + 1, "float32")
+        f(a, b, c)
+        assert np.array_equal(b, a[:n] + a[2:]) and np.array_equal(c, a[::2][:n // 2 + 1])
+    try:
+        f(np.zeros(8, "float32"), np.zeros(5, "float32"), np.zeros(3, "float32"))
+    except ValueError as err:
+        print(err)
+""")
+
+
+@pytest.mark.parametrize("kind", ["so", "bc"])
+def test_shape_expressions_survive_export_and_load_in_a_new_process(tmp_path, monkeypatch,
+                                                                      kind):
+    f = _shifted_sums()
+    if kind == "bc":
+        monkeypatch.setenv("PATH", "")  # no C compiler to link with: export writes bitcode
+    path = tmp_path / "shifted.module"
+    assert f.export(path) == kind
+    monkeypatch.undo()
+    out = subprocess.run([sys.executable, "-c", LOAD_AND_CHECK_SHAPES, str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "argument 0 (A) of shifted has shape (8,), expected (7,)"
+
+
+def test_load_rejects_metadata_that_is_not_data(tmp_path):
+    """A file whose metadata carries code where a shape belongs is refused at load, and
+    the code is never run."""
+    marker = tmp_path / "ran"
+    meta = {"entry": "evil", "target": "llvm", "size_vars": ["n"],
+            "params": [{"name": "X", "dtype": "float32", "written": True,
+                        "shape": ["n", {"expr": f"__import__('os').system('touch {marker}')"}]}]}
+    cg = CodeGenLLVM(compiler.Target("llvm"), name="evil")
+    cg.add_metadata(meta)
+    path = tmp_path / "evil.bc"
+    path.write_bytes(llvm.parse_assembly(str(cg.module)).as_bitcode())
+    with pytest.raises(ModuleFormatError, match=r"dimension 1 of argument X of evil has the "
+                                                r"shape expression \"__import__\('os'\)"):
+        runtime.load(path)
+    assert not marker.exists()
