@@ -22,7 +22,7 @@ demo: $(VENV)/.installed
 	$(AUTOSCHED) bench matmul 256 256 256 --db $(DEMO_DB)
 
 demo-compiler: $(VENV)/.installed
-	$(PY) -m compiler.demo
+	$(PY) examples/compiler_demo.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest

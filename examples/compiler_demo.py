@@ -1,8 +1,11 @@
-"""`make demo`: lower a scheduled matmul and print its loop nest, then build the fast
-GEMM schedule (compiler/ops/gemm.py) to native code, check it against numpy and time
-both side by side.
+"""The compiler on its own, no tuning (`make demo-compiler`): lower a hand-scheduled
+matmul and print its loop nest, then build the fast GEMM schedule (compiler/ops/gemm.py)
+to native code, check it against numpy and time the two side by side.
 
-Later issues turn this into a real tuning run (DESIGN.md)."""
+    python examples/compiler_demo.py      # with the repository root on PYTHONPATH, or
+                                          # the package installed (pip install -e .)
+
+`make demo` shows the main job instead: a tuning run with `autosched`."""
 from __future__ import annotations
 
 import time
