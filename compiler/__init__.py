@@ -10,9 +10,9 @@ native code through LLVM, and the runtime module.
 """
 from . import runtime, te, transform
 from .build import build, build_object, lower
-from .errors import BuildError, LowerError, ScheduleError
+from .errors import BuildError, LowerError, ModuleFormatError, ScheduleError
 from .schedule.bound import infer_bound
 from .target import Target
 
 __all__ = ["te", "transform", "runtime", "lower", "build", "build_object", "infer_bound", "Target",
-           "ScheduleError", "LowerError", "BuildError"]
+           "ScheduleError", "LowerError", "BuildError", "ModuleFormatError"]

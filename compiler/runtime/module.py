@@ -244,7 +244,9 @@ def load_object(data: bytes, target="llvm") -> Module:
 
 
 def load(path) -> Module:
-    """Load a module written by Module.export(): a shared library or LLVM bitcode."""
+    """Load a module written by Module.export(): a shared library or LLVM bitcode.
+    Metadata this version does not write (e.g. a shape that is not a JSON shape
+    expression, runtime/shape_expr.py) raises ModuleFormatError."""
     path = os.path.abspath(os.fspath(path))
     with open(path, "rb") as f:
         data = f.read()

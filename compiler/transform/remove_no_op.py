@@ -13,8 +13,7 @@ from ..arith.simplify import const_bound, equal
 from ..ir import expr as E
 from ..ir.expr import Load
 from ..ir.functor import collect, free_vars, transform
-from ..ir.stmt import (Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, Store,
-                       seq)
+from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, Store, seq
 
 
 def no_op() -> Evaluate:

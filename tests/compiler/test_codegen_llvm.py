@@ -5,8 +5,8 @@ import pytest
 
 import compiler
 from compiler import te, transform
-from compiler.ops.gemm import packed_matmul
 from compiler.ir.expr import Call
+from compiler.ops.gemm import packed_matmul
 
 HAS_AVX512 = "+avx512f" in compiler.Target("llvm").features.split(",")
 

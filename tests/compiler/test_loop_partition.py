@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from compiler import lower, te
-from compiler.ir.functor import collect
-from compiler.ir.interpreter import run
 from compiler.ir import expr as E
 from compiler.ir.expr import Load
+from compiler.ir.functor import collect
+from compiler.ir.interpreter import run
 from compiler.ir.stmt import (PARALLEL, SERIAL, VECTORIZED, Allocate, Buffer, For, IfThenElse,
                               LetStmt, PrimFunc, SeqStmt, Store)
 from compiler.transform.loop_partition import loop_partition

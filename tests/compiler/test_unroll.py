@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from compiler import lower, te
-from compiler.ir.functor import collect
 from compiler.ir import expr as E
 from compiler.ir.expr import Load
+from compiler.ir.functor import collect
 from compiler.ir.stmt import (PARALLEL, SERIAL, UNROLLED, VECTORIZED, Allocate, Buffer, For,
                               PrimFunc, SeqStmt, Store)
 from compiler.transform.loop_partition import loop_partition
