@@ -59,3 +59,14 @@ def test_math_intrinsics_print():
     assert str(te.exp(x[0])) == "exp(x[0])"
     assert str(te.sigmoid(x[0]) + 1) == "(sigmoid(x[0]) + 1.0f)"
     assert str(te.if_then_else(te.var("i") < 1, x[0], 0.0)) == "if_then_else((i < 1), x[0], 0.0f)"
+
+
+def test_min_value_and_max_value_are_the_identities_of_max_and_min():
+    assert int(te.min_value("int8")) == -128 and int(te.max_value("int8")) == 127
+    assert int(te.min_value("int32")) == -2**31 and int(te.max_value("int64")) == 2**63 - 1
+    assert float(te.min_value("float32")) == float("-inf")
+    assert float(te.max_value("float64")) == float("inf")
+    A = te.placeholder((4,), name="A", dtype="int8")
+    k = te.reduce_axis((0, 4), name="k")
+    assert str(te.max(A[k], axis=k).combiner.identity) == "-128"
+    assert str(te.min(A[k], axis=k).combiner.identity) == "127"
