@@ -7,9 +7,11 @@ every candidate checked against numpy), the tuners and their XGBoost cost model
     result = tune(task, trials=64, tuner="xgb", db="tune.db")   # resumes from the log
     print(result.best_gflops, result.best_config)
 """
+from records import MeasureErrorNo
+
 from .ga_tuner import GATuner
 from .grid_search_tuner import GridSearchTuner
-from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from .measure import MeasureInput, MeasureResult
 from .measurer import Measurer
 from .random_tuner import RandomTuner
 from .task import Task

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import time
 
+from records import MeasureErrorNo
+
 from .builder import build_candidate
-from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from .measure import MeasureInput, MeasureResult
 from .ray_session import connect, timing_resource
 from .runner import Runner
 

@@ -19,9 +19,9 @@ import numpy as np
 
 import compiler
 from compiler import te
+from records import MeasureErrorNo
 
 from .builder import error_message
-from .measure import MeasureErrorNo
 from .task import Task
 
 SEED = 0

@@ -19,7 +19,9 @@ from search_spaces import SpaceError
 
 from .ga_tuner import GATuner
 from .grid_search_tuner import GridSearchTuner
-from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from records import MeasureErrorNo
+
+from .measure import MeasureInput, MeasureResult
 from .measurer import Measurer
 from .random_tuner import RandomTuner
 from .task import Task
