@@ -177,7 +177,7 @@ class Measurer:
         try:
             # waiting for another process's timing on this host is not this candidate's time
             ray.get(runner.acquire.remote())
-            ref = runner.run.remote(inp.task.spec(), built["object"], options)
+            ref = runner.time_candidate.remote(inp.task.spec(), built["object"], options)
             out = ray.get(ref, timeout=self.run_timeout)
             code, msg = MeasureErrorNo(out["error_no"]), out["error_msg"]
         except GetTimeoutError:
