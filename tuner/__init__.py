@@ -15,12 +15,13 @@ from .measure import MeasureInput, MeasureResult
 from .measurer import Measurer
 from .random_tuner import RandomTuner
 from .task import Task
-from .tune import tune
-from .tuner_base import TuneResult, Tuner
+from .task_scheduler import StopTuning, TaskScheduler
+from .tune import TuneResult, tune
+from .tuner_base import Tuner
 
 __all__ = ["Task", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
-           "tune", "TuneResult", "Tuner", "RandomTuner", "GridSearchTuner", "GATuner",
-           "XGBTuner"]
+           "tune", "TuneResult", "TaskScheduler", "StopTuning", "Tuner", "RandomTuner",
+           "GridSearchTuner", "GATuner", "XGBTuner"]
 
 
 def __getattr__(name):

@@ -29,6 +29,8 @@ class GATuner(Tuner):
     mutation_prob: the chance of each gene of a child to be set to a random position.
     """
 
+    name = "ga"
+
     def __init__(self, task: Task, seed: int | None = None, pop_size: int = 100,
                  elite_num: int = 3, mutation_prob: float = 0.1):
         super().__init__(task, seed)
