@@ -12,7 +12,6 @@ unmeasured config takes its place. So no config is ever proposed twice.
 """
 from __future__ import annotations
 
-
 from .measure import MeasureInput, MeasureResult
 from .random_tuner import random_unvisited
 from .task import Task

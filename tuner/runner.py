@@ -80,7 +80,8 @@ class Runner:
         """Seconds per call, one per repeat, as time_evaluator measures them. The first
         call is the warm-up (and the run whose outputs are checked). When it took longer
         than options["cutoff_s"] (and CUTOFF_FLOOR_S), the candidate cannot be among the
-        best: its cost is that one call. With flush_cache the caches are evicted before each repeat."""
+        best: its cost is that one call. With flush_cache the caches are evicted before
+        each repeat."""
         start = time.perf_counter()
         f(*arrays)
         first = time.perf_counter() - start

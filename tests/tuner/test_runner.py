@@ -69,7 +69,8 @@ def test_runner_times_checks_and_reports():
 
 def test_runner_flushes_caches_before_each_repeat():
     task = Task("test_misbehave", (1000,))
-    out = Runner().time_candidate(task.spec(), built(task, "ok")["object"], dict(OPTIONS, flush_cache=True))
+    out = Runner().time_candidate(task.spec(), built(task, "ok")["object"],
+                                  dict(OPTIONS, flush_cache=True))
     assert out["error_no"] == E.NO_ERROR and len(out["costs"]) == 3
 
 
@@ -100,7 +101,8 @@ def test_one_timing_at_a_time_per_host():
     waiter.start()
     assert not entered.wait(0.3)  # the second runner waits while the first one times
     task = Task("test_misbehave", (1000,))
-    assert first.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)["error_no"] == E.NO_ERROR
+    out = first.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)
+    assert out["error_no"] == E.NO_ERROR
     assert entered.wait(5)  # time_candidate() released the lock
     waiter.join()
     second.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)

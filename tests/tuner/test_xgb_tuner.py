@@ -25,7 +25,8 @@ def gemm_cost(config) -> float | None:
         return None
     cost = 1 + 0.5 * abs(math.log2(rows * cols / 128))
     cost *= (1 + 0.3 * abs(math.log2(k) - 2)) * (1 + 0.2 * abs(math.log2(middle) - 3))
-    cost *= (1.0 if config["pack_b"].val else 1.4) * (1.0 if config["fuse_parallel"].val == 2 else 1.2)
+    cost *= 1.0 if config["pack_b"].val else 1.4
+    cost *= 1.0 if config["fuse_parallel"].val == 2 else 1.2
     cost *= 1 + 0.03 * (zlib.crc32(str(config.index).encode()) % 100) / 100
     return 1e-3 * cost
 
