@@ -31,7 +31,7 @@ class BatchEncoder:
         for inp, res in zip(inputs, results):
             config = inp.config
             config_text = self._config_text(config)
-            costs = json.dumps([float(c) for c in res.costs])
+            costs = schema.costs_text(res.costs)
             error_no = int(res.error_no)
             mean = mean_cost(res.costs, error_no)
             uid = schema.record_uid(key, target, config_text, res.timestamp, res.host, costs,

@@ -274,7 +274,7 @@ def _parse(text: str | bytes) -> tuple[dict, dict | None, dict]:
     args = _check_workload(task, config)
 
     knobs = json.dumps(config["knobs"])
-    costs = json.dumps([float(c) for c in result["costs"]])
+    costs = schema.costs_text(result["costs"])
     record = {"task_id": None, "config": knobs, "config_index": config["config_index"],
               "template_version": config["template_version"], "costs": costs,
               **{name: result[name] for name in (

@@ -89,6 +89,12 @@ RECORD_COLUMNS = ("task_id", "config", "config_index", "template_version", "cost
                   "verify_time", "timestamp", "host", "tuner", "run_id", "uid")
 
 
+def costs_text(costs) -> str:
+    """The `costs` column of a record: its seconds as a JSON list of floats. It is part of
+    the record's uid, so a record added and the same record imported spell it alike."""
+    return json.dumps([float(c) for c in costs])
+
+
 def record_uid(workload_key: str, target: str, config: str, timestamp: float, host: str,
                costs: str, error_no: int) -> str:
     """What identifies one measurement, hashed: the same record imported twice is one."""
