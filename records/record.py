@@ -18,6 +18,10 @@ from .error_codes import error_name
 
 @dataclass(frozen=True)
 class Record:
+    """One record of the log: the task (template, args, target), the config as stored
+    (knobs, config_index, template_version), what the measurement gave (costs, mean_cost,
+    inf for none; gflops; error_no, error_msg; build, run and verify seconds), and when,
+    where, by which tuner and in which run it was made."""
     id: int
     template: str
     args: tuple
@@ -54,10 +58,12 @@ class Record:
 
     @property
     def ok(self) -> bool:
+        """Whether the measurement succeeded (error_no 0)."""
         return self.error_no == 0
 
     @property
     def error_name(self) -> str:
+        """The MeasureErrorNo name of error_no, e.g. "COMPILE_ERROR"."""
         return error_name(self.error_no)
 
     @property

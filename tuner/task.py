@@ -52,6 +52,7 @@ class Task:
 
     @property
     def config_space(self) -> search_spaces.ConfigSpace:
+        """The template's space of configs for these arguments (built once)."""
         return self.template.space(self.args)
 
     def instantiate(self, config=None):

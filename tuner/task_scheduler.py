@@ -163,6 +163,7 @@ class TaskScheduler:
         return sum(s.done for s in self.states)
 
     def elapsed(self) -> float:
+        """Wall seconds since run() started."""
         return time.monotonic() - self.started
 
     def seconds_per_trial(self, state: TaskState | None = None) -> float | None:

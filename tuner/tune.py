@@ -56,7 +56,7 @@ def tune(task: Task, trials: int, tuner="xgb", db=None, measurer=None,
         never).
     seed: makes a tuner given by name propose deterministically (default None).
     callbacks: functions `cb(tuner, inputs, results)` called after every batch; one that
-        raises task_scheduler.StopTuning ends the run after that batch.
+        raises tuner.StopTuning ends the run after that batch.
     batch_size: configs measured at a time (default 16).
     """
     # made (and checked) before a log file is created or a measurer started
