@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import compiler  # noqa: E402
 from tuner import MeasureErrorNo, MeasureInput, Measurer, Task  # noqa: E402
-from tuner.runner import random_inputs, unwritten  # noqa: E402
+from tuner.verify import random_inputs, unwritten  # noqa: E402
 
 
 def noise_and_agreement(m: Measurer, opt) -> None:

@@ -112,8 +112,6 @@ def main():
                 os.remove(path + suffix)
         if not opt.path:
             os.rmdir(os.path.dirname(path))
-        if not opt.path:
-            os.rmdir(os.path.dirname(path))
 
 
 if __name__ == "__main__":

@@ -7,22 +7,21 @@ tuning log (AutoTVM's `ApplyHistoryBest`).
 Which record: the valid one (no error, a time) with the lowest mean cost among the
 records of the workload made with the template's current version, looked for in tiers:
 the same target, else the same CPU, else the same vector width (the ISA compatibility
-class). Records of older template versions are never applied; a record whose knobs no
-longer fit the space is skipped with a warning. One indexed query per tier, and every
-answer (a miss too) is kept for the life of the context, since builds ask again and again.
+class), as `Database.best_for_target` finds it. Records of older template versions are
+never applied; a record whose knobs no longer fit the space is skipped with a warning.
+One indexed query per tier, and every answer (a miss too) is kept for the life of the
+context, since builds ask again and again.
 """
 from __future__ import annotations
 
-import json
 import os
 import warnings
 
 import search_spaces
 from compiler import Target
 
-from .database import _SELECT, Database, _fits, _guarded
+from .database import Database
 from .errors import RecordsError
-from .record import Record
 
 
 class FallbackWarning(UserWarning):
@@ -54,12 +53,6 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
             self.database, self._owns = Database(path), True
         self.path = self.database.path
         self.target = Target(target)
-        spelled, cpu = str(self.target), self.target.mcpu
-        # (condition on the task `t`, its parameters): each tier leaves out the tasks of
-        # the tiers before it, so that a record is tried (and warned about) once
-        self._tiers = (("t.target = ?", (spelled,)),
-                       ("t.cpu = ? AND t.target != ?", (cpu, spelled)),
-                       ("t.vector_bits = ? AND t.cpu != ?", (self.target.vector_bits, cpu)))
         self._best: dict[tuple, search_spaces.ConfigEntity | None] = {}
         self._depth = 0
 
@@ -69,7 +62,8 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         None when the log has no usable record of it."""
         workload = getattr(workload, "workload", workload)
         if workload not in self._best:
-            config = self._lookup(workload)
+            record = self.database.best_for_target(workload, self.target)
+            config = None if record is None else record.config
             if config is None:
                 name, args = workload
                 warnings.warn(FallbackWarning(
@@ -79,34 +73,6 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
                     f"an outer dispatch context gives one"), stacklevel=4)
             self._best[workload] = config
         return self._best[workload]
-
-    @_guarded
-    def _lookup(self, workload: tuple) -> search_spaces.ConfigEntity | None:
-        name, args = workload
-        key = json.dumps([name, list(args)])  # as tuner.Task.workload_key spells it
-        version = search_spaces.get_template(name).version
-        for condition, params in self._tiers:
-            record = self._first_fitting(
-                _SELECT + f"WHERE t.workload_key = ? AND {condition} AND "
-                "r.template_version = ? AND r.error_no = 0 AND r.mean_cost IS NOT NULL "
-                "ORDER BY r.mean_cost, r.id", (key, *params, version))
-            if record is not None:
-                return record.config
-        return None
-
-    def _first_fitting(self, sql: str, params: tuple) -> Record | None:
-        """The first record of the query whose config fits its space; rows are read only
-        as far as that one."""
-        cursor = self.database.conn.execute(sql, params)
-        try:
-            names = [d[0] for d in cursor.description]
-            for row in cursor:
-                record, = self.database._decode([dict(zip(names, row))])
-                if _fits(record):
-                    return record
-            return None
-        finally:
-            cursor.close()  # ends the statement, so no read snapshot stays open
 
     def __enter__(self) -> "ApplyHistoryBest":
         if self._owns and self.database is None:  # entered again after being left

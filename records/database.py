@@ -12,71 +12,39 @@ opening or importing a log never unpickles or evaluates anything.
 Tasks are duck-typed (the records layer does not import the tuner): anything with
 `name`, `args`, `target` (a compiler.Target), `workload_key`, `flop`, `config_space`
 and `template.version`, as tuner.Task has.
+
+Moving records between logs (records.jsonl) goes through the public methods of the last
+section: every row of a table as stored, `transaction()`, and the inserts.
 """
 from __future__ import annotations
 
-import functools
 import json
-import math
 import os
 import socket
 import sqlite3
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import sqlite_utils
 
 from search_spaces import SpaceError, get_template
 
 from . import schema
-from .errors import RecordsError
-from .record import Record, _tuple, error_name
+from .encode import BatchEncoder
+from .error_codes import error_name
+from .errors import RecordsError, named_by_file
+from .record import Record, TaskSummary, decode_args
+from .workload import workload_key
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-RECORD_COLUMNS = ("task_id, config, config_index, template_version, costs, mean_cost, "
-                  "gflops, error_no, error_msg, build_time, run_time, verify_time, "
-                  "timestamp, host, tuner, run_id, uid")
 _SELECT = ("SELECT r.*, t.template, t.args, t.target FROM records r "
            "JOIN tasks t ON t.id = r.task_id ")
-
-
-@dataclass(frozen=True)
-class TaskSummary:
-    """A task of the log with its record counts and best valid result (current
-    template version)."""
-    id: int
-    template: str
-    args: tuple
-    target: str
-    records: int
-    errors: int
-    stale: int
-    best_gflops: float | None
-    best_cost: float | None
-
-
-def _guarded(method):
-    """SQLite's own errors (a corrupt page, a file that is not a database) become a
-    RecordsError naming the file."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as err:
-            raise RecordsError(f"{self.path}: {_explain(err)}") from None
-    return wrapper
-
-
-def _explain(err: sqlite3.DatabaseError) -> str:
-    text = str(err)
-    if "malformed" in text or "not a database" in text or "corrupt" in text:
-        return f"the file is corrupt or truncated ({text}); restore it from a backup or export"
-    if "locked" in text:
-        return (f"{text}: another process kept writing to it for longer than the timeout "
-                f"this Database was opened with")
-    return text
+_OF_TASK = "t.workload_key = ? AND t.target = ?"  # one task, `t` a row of tasks
+# The best valid records, cheapest first, of the tasks that {tasks} (a condition on `t`)
+# selects, made with one template version: what best, top, ApplyHistoryBest, the task
+# summaries and a best-only export all ask. The index records_best answers it.
+_BEST = (_SELECT + "WHERE {tasks} AND r.template_version = ? AND r.error_no = 0 AND "
+         "r.mean_cost IS NOT NULL ORDER BY r.mean_cost, r.id")
 
 
 class Database:
@@ -87,7 +55,7 @@ class Database:
 
     def __init__(self, path, timeout: float = 60.0):
         self.path = os.fspath(path)
-        _check_header(self.path)
+        schema.check_header(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                    check_same_thread=False)
@@ -95,83 +63,46 @@ class Database:
             raise RecordsError(f"{self.path}: cannot open: {err}") from None
         self.conn = conn
         self.upgraded_from: tuple[int, str] | None = None  # (old version, its backup)
-        self._knob_texts: dict[str, dict] = {}  # see _config_text
+        self._encoder = BatchEncoder()
         try:
             self._open(timeout)
         except BaseException:
             conn.close()
             raise
 
-    @_guarded
+    @named_by_file
     def _open(self, timeout: float) -> None:
         self.db = sqlite_utils.Database(self.conn)
         self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         # Refuse a foreign or newer file before anything writes to it (even the switch
         # to WAL rewrites its header).
-        version = self._log_version()
+        version = schema.log_version(self.conn, self.path)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across crashes
         self.conn.execute("PRAGMA foreign_keys = ON")
         if version == schema.SCHEMA_VERSION:
             return  # nothing to write: opening never waits for another process's batch
-        with self._write():
-            version = self._log_version()  # again: another process may have changed it
+        with self.transaction():
+            # again: another process may have changed it
+            version = schema.log_version(self.conn, self.path)
             if version is None:
                 schema.create(self.conn)
             elif version < schema.SCHEMA_VERSION:
-                self._upgrade(version)
-
-    def _log_version(self) -> int | None:
-        """The log's schema version (None for an empty database); a RecordsError for a
-        database that is not a log or was written by a newer autosched."""
-        tables = {row[0] for row in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not tables:
-            return None
-        if "meta" not in tables or "records" not in tables:
-            raise RecordsError(f"{self.path} is a SQLite database but not an autosched "
-                               f"log (its tables are {', '.join(sorted(tables))})")
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None or not str(row[0]).isdigit():
-            raise RecordsError(f"{self.path}: the log has no valid schema version")
-        version = int(row[0])
-        if version > schema.SCHEMA_VERSION:
-            raise RecordsError(f"{self.path} was written by a newer autosched (log schema "
-                               f"version {version}; this one knows up to "
-                               f"{schema.SCHEMA_VERSION}); upgrade autosched to read it")
-        return version
-
-    def _upgrade(self, version: int) -> None:
-        """Back the file up, then run every upgrade from `version`; called inside the
-        write transaction, so no other process writes between the backup and the
-        upgrade, and a failed upgrade leaves the file as it was."""
-        backup = f"{self.path}.schema-v{version}.bak"
-        n = 1
-        while os.path.exists(backup):
-            backup, n = f"{self.path}.schema-v{version}.{n}.bak", n + 1
-        # Copied through a second connection: SQLite cannot back up through the one
-        # that holds the write transaction, and that transaction keeps the committed
-        # state the second one reads from changing.
-        source, dest = sqlite3.connect(self.path), sqlite3.connect(backup)
-        try:
-            source.backup(dest)
-        finally:
-            dest.close()
-            source.close()
-        for v in range(version, schema.SCHEMA_VERSION):
-            schema.UPGRADES[v](self.conn)
-        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                          (str(schema.SCHEMA_VERSION),))
-        self.upgraded_from = (version, backup)
+                self.upgraded_from = (version, schema.upgrade(self.conn, self.path, version))
 
     @contextmanager
-    def _write(self):
-        """One write transaction, taken at once (BEGIN IMMEDIATE) so that two writers
-        queue on the busy timeout instead of failing when one upgrades its read lock."""
-        self.conn.execute("BEGIN IMMEDIATE")
+    def transaction(self):
+        """`with db.transaction():` one write transaction, committed at the end of the
+        block and rolled back if it raises. It is taken at once (BEGIN IMMEDIATE), so that
+        two writers queue on the busy timeout instead of failing when one upgrades its
+        read lock. Inside another transaction of this Database it joins that one."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self._control("BEGIN IMMEDIATE")
         try:
             yield
-            self.conn.execute("COMMIT")
+            self._control("COMMIT")
         except BaseException:
             # SQLite rolls some errors (a full disk, a corrupt page) back by itself; a
             # second ROLLBACK would then hide the first error behind its own.
@@ -179,7 +110,12 @@ class Database:
                 self.conn.execute("ROLLBACK")
             raise
 
+    @named_by_file
+    def _control(self, statement: str) -> None:
+        self.conn.execute(statement)
+
     def close(self) -> None:
+        """Close the file (every batch added is committed already)."""
         self.conn.close()
 
     def __enter__(self) -> "Database":
@@ -190,44 +126,21 @@ class Database:
 
     # ------------------------------------------------------------------ writing
 
-    def _task_id(self, task, create: bool = True) -> int | None:
-        """The id of `task`'s row (created, or its template version brought up to date)."""
-        key, target = task.workload_key, str(task.target)
-        row = self.conn.execute("SELECT id, template_version FROM tasks WHERE "
-                                "workload_key = ? AND target = ?", (key, target)).fetchone()
-        version = task.template.version
-        if row is not None:
-            if create and row[1] != version:
-                self.conn.execute("UPDATE tasks SET template_version = ? WHERE id = ?",
-                                  (version, row[0]))
-            return row[0]
-        if not create:
-            return None
-        cur = self.conn.execute(
-            "INSERT INTO tasks (template, args, target, workload_key, cpu, vector_bits, flop, "
-            "space_size, template_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (task.name, json.dumps(list(task.args)), target, key, task.target.mcpu,
-             task.target.vector_bits, int(task.flop), len(task.config_space), version))
-        return cur.lastrowid
-
-    @_guarded
+    @named_by_file
     def add(self, task, inputs, results, tuner: str | None = None,
             run_id: int | None = None) -> int:
         """Log one measured batch of `task` (MeasureInputs and their MeasureResults) as
         one transaction; returns the number of records added."""
         if len(inputs) != len(results):
             raise ValueError(f"add: {len(inputs)} inputs but {len(results)} results")
-        rows = _record_rows(task, inputs, results, tuner, run_id,
-                            self._knob_texts)  # before taking the write lock
-        with self._write():
-            task_id = self._task_id(task)
+        # encoded before taking the write lock, which is then held for the INSERTs only
+        rows = self._encoder.rows(task, inputs, results, tuner, run_id)
+        columns = _task_columns(task)
+        with self.transaction():
+            task_id = self._task_id(columns, update_version=True)
             for row in rows:
-                row[0] = task_id
-            before = self.conn.total_changes
-            self.conn.executemany(
-                f"INSERT OR IGNORE INTO records ({RECORD_COLUMNS}) VALUES "
-                f"({', '.join('?' * len(RECORD_COLUMNS.split(', ')))})", rows)
-            return self.conn.total_changes - before
+                row["task_id"] = task_id
+            return self.insert_records(rows)
 
     def logger(self, tuner: str | None = None, run_id: int | None = None):
         """A tuner callback `log(inputs, results)` that adds each measured batch as one
@@ -242,41 +155,88 @@ class Database:
                 self.add(task, ins, ress, tuner=tuner, run_id=run_id)
         return log
 
-    @_guarded
+    @named_by_file
     def start_run(self, tuner: str, options: dict | None = None) -> int:
         """Open a tuning session; returns its id for add(..., run_id=...)."""
-        with self._write():
-            cur = self.conn.execute(
-                "INSERT INTO runs (start, tuner, options, host) VALUES (?, ?, ?, ?)",
-                (time.time(), tuner, json.dumps(options or {}), socket.gethostname()))
-            return cur.lastrowid
+        with self.transaction():
+            return self._insert("runs", ("start", "tuner", "options", "host"), {
+                "start": time.time(), "tuner": tuner, "options": json.dumps(options or {}),
+                "host": socket.gethostname()})
 
-    @_guarded
+    @named_by_file
     def end_run(self, run_id: int, trials: int, best_gflops: float | None) -> None:
         """Close a tuning session with its trial count and best GFLOPS."""
-        with self._write():
+        with self.transaction():
             self.conn.execute("UPDATE runs SET end = ?, trials = ?, best_gflops = ? "
                               "WHERE id = ?", (time.time(), trials, best_gflops, run_id))
+
+    def _task_id(self, columns: dict, update_version: bool) -> int:
+        """The id of the task (workload_key, target) of `columns` (a row of
+        schema.TASK_COLUMNS), inserted from them when the log lacks it; update_version:
+        an existing task's template version becomes that of `columns`."""
+        row = self.conn.execute(f"SELECT t.id, t.template_version FROM tasks t WHERE {_OF_TASK}",
+                                (columns["workload_key"], columns["target"])).fetchone()
+        if row is None:
+            return self._insert("tasks", schema.TASK_COLUMNS, columns)
+        if update_version and row[1] != columns["template_version"]:
+            self.conn.execute("UPDATE tasks SET template_version = ? WHERE id = ?",
+                              (columns["template_version"], row[0]))
+        return row[0]
+
+    def _insert(self, table: str, columns: tuple, values: dict) -> int:
+        """Insert the `columns` of `values` as a row of `table`; its id."""
+        return self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+            f"({', '.join('?' * len(columns))})", tuple(values[c] for c in columns)).lastrowid
 
     # ------------------------------------------------------------------ reading
 
     def _rows(self, sql: str, params=()) -> list[dict]:
         return list(self.db.query(sql, params))
 
-    def _decode(self, rows: list[dict]) -> list[Record]:
-        """Records from rows of _SELECT; a row whose JSON or numbers are damaged (a
+    def _record(self, row: dict) -> Record:
+        """The Record of a row of _SELECT; a row whose JSON or numbers are damaged (a
         corrupt file, a hand edit) is a RecordsError naming it."""
-        out = []
-        for row in rows:
-            try:
-                out.append(Record.from_row(row))
-            except (ValueError, TypeError, KeyError, AttributeError) as err:
-                raise RecordsError(f"{self.path}: record {row.get('id')} cannot be read "
-                                   f"({type(err).__name__}: {err}); the file is corrupt or "
-                                   f"was edited by hand") from None
-        return out
+        try:
+            return Record.from_row(row)
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            raise RecordsError(f"{self.path}: record {row.get('id')} cannot be read "
+                               f"({type(err).__name__}: {err}); the file is corrupt or "
+                               f"was edited by hand") from None
 
-    @_guarded
+    def _best_cursor(self, tasks: str, params: tuple, version: str) -> sqlite3.Cursor:
+        return self.conn.execute(_BEST.format(tasks=tasks), (*params, version))
+
+    def _best_records(self, tasks: str, params: tuple, version: str, k: int) -> list[Record]:
+        """The `k` best valid records of `version` of the tasks that `tasks` selects (see
+        _BEST) whose configs still fit their space (one that does not is skipped with a
+        warning); rows are read only as far as the k-th."""
+        cursor = self._best_cursor(tasks, params, version)
+        try:
+            names = [d[0] for d in cursor.description]
+            found: list[Record] = []
+            for values in cursor:
+                record = self._record(dict(zip(names, values)))
+                if _fits(record):
+                    found.append(record)
+                    if len(found) == k:
+                        break
+            return found
+        finally:
+            cursor.close()  # ends the statement, so no read snapshot stays open
+
+    def _best_row(self, task_row: dict) -> dict | None:
+        """The best valid row of the task of `task_row` made with the template's current
+        version, as it is stored (no fit check), or None."""
+        cursor = self._best_cursor("t.id = ?", (task_row["id"],), _current_version(task_row))
+        try:
+            values = cursor.fetchone()
+            return None if values is None else dict(zip([d[0] for d in cursor.description],
+                                                        values))
+        finally:
+            cursor.close()
+
+    @named_by_file
     def tasks(self) -> list[TaskSummary]:
         """Every task with its record count, failures, stale records (made with another
         template version than the registered one) and best valid result."""
@@ -284,54 +244,57 @@ class Database:
         for row in self._rows(
                 "SELECT t.*, COUNT(r.id) AS n, SUM(r.error_no != 0) AS errors FROM tasks t "
                 "LEFT JOIN records r ON r.task_id = t.id GROUP BY t.id ORDER BY t.id"):
-            version = _current_version(row)
-            stale = self.conn.execute("SELECT COUNT(*) FROM records WHERE task_id = ? AND "
-                                      "template_version != ?", (row["id"], version)).fetchone()[0]
-            best = self._best_rows(row["id"], version, 1)
+            stale = self.conn.execute(
+                "SELECT COUNT(*) FROM records WHERE task_id = ? AND template_version != ?",
+                (row["id"], _current_version(row))).fetchone()[0]
+            best = self._best_row(row) or {"gflops": None, "mean_cost": None}
             out.append(TaskSummary(
-                row["id"], row["template"], _tuple(json.loads(row["args"])), row["target"],
-                row["n"], row["errors"] or 0, stale,
-                best[0]["gflops"] if best else None, best[0]["mean_cost"] if best else None))
+                row["id"], row["template"], decode_args(row["args"]), row["target"],
+                row["n"], row["errors"] or 0, stale, best["gflops"], best["mean_cost"]))
         return out
 
-    @_guarded
+    @named_by_file
     def records(self, task) -> list[Record]:
         """Every record of `task`, in the order they were logged: what a tuner needs to
         resume (the configs already measured and their results), in one query."""
-        task_id = self._task_id(task, create=False)
-        if task_id is None:
-            return []
-        return self._decode(self._rows(_SELECT + "WHERE r.task_id = ? ORDER BY r.id",
-                                       (task_id,)))
+        return [self._record(row) for row in self._rows(
+            _SELECT + f"WHERE {_OF_TASK} ORDER BY r.id", _task_key(task))]
 
-    def _best_rows(self, task_id: int, version: str, limit: int) -> list[dict]:
-        return self._rows(_SELECT + "WHERE r.task_id = ? AND r.template_version = ? AND "
-                          "r.error_no = 0 AND r.mean_cost IS NOT NULL "
-                          "ORDER BY r.mean_cost LIMIT ?", (task_id, version, limit))
-
-    @_guarded
+    @named_by_file
     def top(self, task, k: int = 10) -> list[Record]:
         """The k best valid records of `task` made with the current template version, whose
         configs still fit its space (a record that does not is skipped with a warning)."""
-        task_id = self._task_id(task, create=False)
-        if task_id is None:
-            return []
-        out: list[Record] = []
-        version = task.template.version
-        limit = k
-        while True:
-            rows = self._best_rows(task_id, version, limit)
-            out = [r for r in self._decode(rows) if _fits(r)][:k]
-            if len(out) >= k or len(rows) < limit:
-                return out
-            limit *= 2
+        return self._best_records(_OF_TASK, _task_key(task), task.template.version, k)
 
     def best(self, task) -> Record | None:
         """The best valid record of `task` (see top), or None."""
         found = self.top(task, 1)
         return found[0] if found else None
 
-    @_guarded
+    @named_by_file
+    def best_for_target(self, workload: tuple, target) -> Record | None:
+        """The best valid record (see top) of `workload` (template name, bound arguments)
+        made with the registered template version, for `target` (a compiler.Target),
+        looked for in tiers: tasks of the same target, else of the same CPU, else of the
+        same vector width (the ISA compatibility class). One indexed query per tier;
+        None when no tier has one."""
+        name, args = workload
+        version = get_template(name).version
+        spelled, cpu = str(target), target.mcpu
+        # each tier leaves out the tasks of the tiers before it, so that a record is
+        # tried (and warned about) once
+        tiers = (("t.target = ?", (spelled,)),
+                 ("t.cpu = ? AND t.target != ?", (cpu, spelled)),
+                 ("t.vector_bits = ? AND t.cpu != ?", (target.vector_bits, cpu)))
+        key = workload_key(name, args)
+        for condition, params in tiers:
+            found = self._best_records(f"t.workload_key = ? AND {condition}", (key, *params),
+                                       version, 1)
+            if found:
+                return found[0]
+        return None
+
+    @named_by_file
     def history(self, task) -> list[tuple[int, float, float | None]]:
         """The best-so-far curve of `task`: (trial number, timestamp, best GFLOPS so far)
         for every record in logging order (all template versions)."""
@@ -342,53 +305,99 @@ class Database:
             out.append((n, r.timestamp, best))
         return out
 
-    @_guarded
+    @named_by_file
     def failures(self, task=None) -> dict[str, int]:
         """Failed records by error kind, of one task or of the whole log."""
         where, params = "WHERE error_no != 0", ()
         if task is not None:
-            task_id = self._task_id(task, create=False)
-            if task_id is None:
-                return {}
-            where, params = where + " AND task_id = ?", (task_id,)
+            where += f" AND task_id = (SELECT t.id FROM tasks t WHERE {_OF_TASK})"
+            params = _task_key(task)
         rows = self.conn.execute(f"SELECT error_no, COUNT(*) FROM records {where} "
                                  "GROUP BY error_no ORDER BY error_no", params).fetchall()
         return {error_name(code): n for code, n in rows}
 
-    # ------------------------------------------------------------------ moving records
-
-    def export_jsonl(self, out, best_only: bool = False, task=None) -> int:
-        """See records.jsonl.export_jsonl: JSON lines, one self-describing record each."""
-        from .jsonl import export_jsonl
-        return export_jsonl(self, out, best_only=best_only, task=task)
-
-    def import_jsonl(self, source, strict: bool = False):
-        """See records.jsonl.import_jsonl: valid lines in one transaction, bad ones
-        reported by line number (or, strict, nothing imported)."""
-        from .jsonl import import_jsonl
-        return import_jsonl(self, source, strict=strict)
-
-    def merge(self, other) -> int:
-        """See records.jsonl.merge: every task and record of the log file `other`."""
-        from .jsonl import merge
-        return merge(self, other)
-
-    @_guarded
+    @named_by_file
     def count(self) -> int:
+        """The number of records in the log."""
         return self.db["records"].count
 
+    # ------------------------------------------------------------------ rows as stored
 
-def _check_header(path: str) -> None:
-    """A file that exists and is not empty must start like a SQLite database."""
-    if os.path.isdir(path):
-        raise RecordsError(f"{path} is a directory, not a tuning log")
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        return
-    with open(path, "rb") as f:
-        head = f.read(len(SQLITE_HEADER))
-    if head != SQLITE_HEADER:
-        raise RecordsError(f"{path} is not a SQLite database (an autosched tuning log is one); "
-                           f"refusing to touch it")
+    @named_by_file
+    def task_rows(self, task=None) -> list[dict]:
+        """The rows of `tasks` (every column, as stored), of `task` or of every task, in
+        the order they were added."""
+        if task is None:
+            return self._rows("SELECT * FROM tasks ORDER BY id")
+        return self._rows(f"SELECT * FROM tasks t WHERE {_OF_TASK}", _task_key(task))
+
+    @named_by_file
+    def run_rows(self) -> list[dict]:
+        """The rows of `runs` (every column, as stored), in the order they were started."""
+        return self._rows("SELECT * FROM runs ORDER BY id")
+
+    @named_by_file
+    def record_rows(self, task=None, best_only: bool = False) -> list[dict]:
+        """The rows of `records` (every column, as stored: JSON text, NULLs), of `task` or
+        of every task, in logging order.
+
+        best_only: only the best valid row of each task made with the template's current
+          version (the registered one, or the task's latest when the template is not
+          registered here), as ApplyHistoryBest would pick it, in task order.
+        """
+        if best_only:
+            return [row for row in map(self._best_row, self.task_rows(task)) if row is not None]
+        if task is None:
+            return self._rows(_SELECT + "ORDER BY r.id")
+        return self._rows(_SELECT + f"WHERE {_OF_TASK} ORDER BY r.id", _task_key(task))
+
+    @named_by_file
+    def add_task(self, columns: dict) -> int:
+        """The id of the task (workload_key, target) of `columns` (a dict with the keys of
+        schema.TASK_COLUMNS), inserted from them when the log lacks it; a task the log
+        has is left as it is."""
+        with self.transaction():
+            return self._task_id(columns, update_version=False)
+
+    @named_by_file
+    def add_run(self, columns: dict) -> int:
+        """The id of the run (start, tuner, host) of `columns` (a dict with the keys of
+        schema.RUN_COLUMNS), inserted from them when the log lacks it: runs have no uid,
+        and the start time of a session on one host is as good as one."""
+        with self.transaction():
+            row = self.conn.execute(
+                "SELECT id FROM runs WHERE start = ? AND tuner IS ? AND host IS ?",
+                (columns["start"], columns["tuner"], columns["host"])).fetchone()
+            return row[0] if row is not None else self._insert("runs", schema.RUN_COLUMNS,
+                                                               columns)
+
+    @named_by_file
+    def insert_records(self, rows) -> int:
+        """Insert `records` rows (dicts with the keys of schema.RECORD_COLUMNS, task_id
+        and run_id ids of this log) in one transaction (or the caller's), skipping those
+        whose uid the log has; returns how many were added."""
+        columns = schema.RECORD_COLUMNS
+        with self.transaction():
+            before = self.conn.total_changes
+            self.conn.executemany(
+                f"INSERT OR IGNORE INTO records ({', '.join(columns)}) VALUES "
+                f"({', '.join('?' * len(columns))})",
+                (tuple(row[c] for c in columns) for row in rows))
+            return self.conn.total_changes - before
+
+
+def _task_key(task) -> tuple[str, str]:
+    """The parameters of _OF_TASK for `task`."""
+    return task.workload_key, str(task.target)
+
+
+def _task_columns(task) -> dict:
+    """The row of `tasks` (schema.TASK_COLUMNS) that describes `task`."""
+    return {"template": task.name, "args": json.dumps(list(task.args)),
+            "target": str(task.target), "workload_key": task.workload_key,
+            "cpu": task.target.mcpu, "vector_bits": task.target.vector_bits,
+            "flop": int(task.flop), "space_size": len(task.config_space),
+            "template_version": task.template.version}
 
 
 def _current_version(task_row: dict) -> str:
@@ -405,47 +414,5 @@ def _fits(record: Record) -> bool:
         return True
     except SpaceError as err:
         warnings.warn(f"record {record.id} of {record.template}{record.args} no longer fits "
-                      f"the template's space and is skipped: {err}", stacklevel=3)
+                      f"the template's space and is skipped: {err}", stacklevel=4)
         return False
-
-
-def _config_text(config, knob_texts: dict) -> str:
-    """`json.dumps(config.to_json()["knobs"])`, put together from the JSON text of each
-    knob's value, which `knob_texts` keeps per space (by fingerprint): a space has far
-    fewer knob values than configs, and encoding every config anew was most of the time
-    that add() took."""
-    space = config.space
-    texts = knob_texts.setdefault(space.fingerprint, {})
-    parts = []
-    for (name, knob), i in zip(space.space_map.items(), config.knob_indices):
-        text = texts.get((name, i))
-        if text is None:
-            text = texts[name, i] = f"{json.dumps(name)}: {json.dumps(knob[i].to_json())}"
-        parts.append(text)
-    return "{" + ", ".join(parts) + "}"
-
-
-def _record_rows(task, inputs, results, tuner, run_id, knob_texts: dict) -> list[list]:
-    """The `records` rows (RECORD_COLUMNS) of one measured batch; each row's task id,
-    its first column, is left for the caller to fill in."""
-    key, target, flop = task.workload_key, str(task.target), task.flop  # once per batch
-    rows = []
-    for inp, res in zip(inputs, results):
-        config = inp.config
-        config_text = _config_text(config, knob_texts)
-        costs = json.dumps([float(c) for c in res.costs])
-        error_no = int(res.error_no)
-        # No mean (NULL) for a failure, and for a "success" without finite timings,
-        # which best() must never pick.
-        mean = sum(res.costs) / len(res.costs) if error_no == 0 and res.costs else None
-        if mean is not None and not math.isfinite(mean):
-            mean = None
-        gflops = flop / mean / 1e9 if flop and mean is not None and mean > 0 else None
-        uid = schema.record_uid(key, target, config_text, res.timestamp, res.host, costs,
-                                error_no)
-        rows.append([None, config_text, config.index, config.template_version, costs, mean,
-                     gflops, error_no, res.error_msg, res.build_time,
-                     getattr(res, "run_time", None), getattr(res, "verify_time", None),
-                     res.timestamp, res.host, tuner, run_id, uid])
-    return rows
-

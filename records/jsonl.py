@@ -86,9 +86,10 @@ from dataclasses import dataclass, field
 from search_spaces import ConfigEntity, SpaceError, get_template
 
 from . import schema
-from .database import RECORD_COLUMNS, Database, _current_version, _guarded
+from .database import Database
+from .error_codes import MeasureErrorNo, error_name
 from .errors import RecordsError
-from .record import ERROR_NAMES, error_name
+from .workload import workload_key
 
 FORMAT_VERSION = 1
 SHOWN_ERRORS = 5  # a strict import's error lists at most this many bad lines
@@ -117,11 +118,6 @@ LINE_FIELDS = {"autosched_record": (INTEGER, False), "task": (OBJECT, False),
                "config": (OBJECT, False), "result": (OBJECT, False),
                "tuner": (STRING, True), "run": (OBJECT, True)}
 
-TASK_COLUMNS = ("template", "args", "target", "workload_key", "cpu", "vector_bits", "flop",
-                "space_size", "template_version")
-RUN_COLUMNS = ("start", "end", "tuner", "options", "trials", "best_gflops", "host")
-_RECORD_COLUMNS = RECORD_COLUMNS.split(", ")
-
 
 @dataclass(frozen=True)
 class ImportReport:
@@ -138,7 +134,6 @@ class _BadLine(Exception):
 
 # ---------------------------------------------------------------------- export
 
-@_guarded
 def export_jsonl(db: Database, out, best_only: bool = False, task=None) -> int:
     """Write the records of `db` to `out` (a path, or an open text file left open) as
     JSON lines in the format of this module's docstring; returns the number of lines.
@@ -150,21 +145,9 @@ def export_jsonl(db: Database, out, best_only: bool = False, task=None) -> int:
     task: only this task (anything with workload_key and target, as tuner.Task).
       Default None: every task.
     """
-    where, params = "", ()
-    if task is not None:
-        task_id = db._task_id(task, create=False)
-        if task_id is None:
-            return _write_lines(out, [])
-        where, params = "WHERE id = ?", (task_id,)
-    tasks = {row["id"]: row for row in db._rows(f"SELECT * FROM tasks {where} ORDER BY id",
-                                                params)}
-    runs = {row["id"]: row for row in db._rows("SELECT * FROM runs")}
-    if best_only:
-        rows = [best for t in tasks.values()
-                for best in db._best_rows(t["id"], _current_version(t), 1)]
-    else:
-        rows = db._rows("SELECT * FROM records WHERE task_id IN "
-                        f"(SELECT id FROM tasks {where}) ORDER BY id", params)
+    tasks = {row["id"]: row for row in db.task_rows(task)}
+    runs = {row["id"]: row for row in db.run_rows()}
+    rows = db.record_rows(task, best_only=best_only)
     return _write_lines(out, (_line(r, tasks[r["task_id"]], runs.get(r["run_id"]))
                               for r in rows))
 
@@ -206,7 +189,6 @@ def _line(rec: dict, task: dict, run: dict | None) -> dict:
 
 # ---------------------------------------------------------------------- import
 
-@_guarded
 def import_jsonl(db: Database, source, strict: bool = False) -> ImportReport:
     """Add the records of the JSON lines in `source` (a path, or an open file) to `db`,
     all valid lines in one transaction; returns an ImportReport.
@@ -229,13 +211,12 @@ def import_jsonl(db: Database, source, strict: bool = False) -> ImportReport:
         more = f" (and {len(errors) - SHOWN_ERRORS} more)" if len(errors) > SHOWN_ERRORS else ""
         raise RecordsError(f"{name}: {len(errors)} bad line(s), nothing imported: "
                            f"{shown}{more}")
-    with db._write():
-        imported = 0
+    with db.transaction():
         for task, run, record in rows:
-            record["task_id"] = _task_row_id(db.conn, task)
+            record["task_id"] = db.add_task(task)
             if run is not None:
-                record["run_id"] = _run_row_id(db.conn, run)
-            imported += _insert_record(db.conn, record)
+                record["run_id"] = db.add_run(run)
+        imported = db.insert_records(record for _, _, record in rows)
     return ImportReport(imported, len(rows) - imported, errors)
 
 
@@ -284,16 +265,16 @@ def _parse(text: str | bytes) -> tuple[dict, dict | None, dict]:
     if not all(_is(c, NUMBER) for c in result["costs"]):
         raise _BadLine(f"result.costs must be a list of numbers, got {_show(result['costs'])}")
     error_no = result["error_no"]
-    if not 0 <= error_no < len(ERROR_NAMES):
+    if error_no not in {int(code) for code in MeasureErrorNo}:
         raise _BadLine(f"result.error_no {error_no} is not a known error code (0 to "
-                       f"{len(ERROR_NAMES) - 1})")
+                       f"{max(MeasureErrorNo):d})")
     if result["error"] != error_name(error_no):
         raise _BadLine(f"result.error {result['error']!r} does not match error_no "
                        f"{error_no} ({error_name(error_no)})")
     args = _check_workload(task, config)
 
     knobs = json.dumps(config["knobs"])
-    costs = json.dumps([float(c) for c in result["costs"]])
+    costs = schema.costs_text(result["costs"])
     record = {"task_id": None, "config": knobs, "config_index": config["config_index"],
               "template_version": config["template_version"], "costs": costs,
               **{name: result[name] for name in (
@@ -318,7 +299,7 @@ def _check_workload(task: dict, config: dict) -> tuple:
         args = template.bind(tuple(task["args"]))
     except SpaceError as err:
         raise _BadLine(str(err)) from None
-    key = json.dumps([task["template"], list(args)])
+    key = workload_key(task["template"], args)
     if task["workload_key"] != key:
         raise _BadLine(f"task.workload_key {task['workload_key']!r} does not match its "
                        f"template and args (expected {key!r})")
@@ -369,45 +350,8 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-# ---------------------------------------------------------------------- rows
-
-def _task_row_id(conn, task: dict) -> int:
-    """The id of the task (workload_key, target) in `conn`, inserted from `task`'s
-    columns when the log does not have it."""
-    return _get_or_insert(conn, "tasks", "workload_key = ? AND target = ?",
-                          (task["workload_key"], task["target"]), TASK_COLUMNS, task)
-
-
-def _run_row_id(conn, run: dict) -> int:
-    """The id of the run (start, tuner, host) in `conn`, inserted from `run`'s columns
-    when the log does not have it: runs have no uid, and the start time of a session on
-    one host is as good as one."""
-    return _get_or_insert(conn, "runs", "start = ? AND tuner IS ? AND host IS ?",
-                          (run["start"], run["tuner"], run["host"]), RUN_COLUMNS, run)
-
-
-def _get_or_insert(conn, table: str, where: str, params: tuple, columns, values: dict) -> int:
-    """The id of the row of `table` matching `where`, or of a new row of `values`."""
-    row = conn.execute(f"SELECT id FROM {table} WHERE {where}", params).fetchone()
-    if row is not None:
-        return row[0]
-    return conn.execute(
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        tuple(values[c] for c in columns)).lastrowid
-
-
-def _insert_record(conn, record: dict) -> int:
-    """Insert one record row unless its uid is already there; 1 if added, else 0."""
-    cur = conn.execute(
-        f"INSERT OR IGNORE INTO records ({RECORD_COLUMNS}) VALUES "
-        f"({', '.join('?' * len(_RECORD_COLUMNS))})",
-        tuple(record[c] for c in _RECORD_COLUMNS))
-    return cur.rowcount
-
-
 # ---------------------------------------------------------------------- merge
 
-@_guarded
 def merge(db: Database, other) -> int:
     """Add every task, run and record of the log file `other` (a path; opened as a
     Database, so it is checked and upgraded first) to `db` in one transaction; returns
@@ -416,19 +360,10 @@ def merge(db: Database, other) -> int:
     path = os.fspath(other)
     if not os.path.exists(path):
         raise RecordsError(f"{path}: no such tuning log")
-    with Database(path) as log:
-        tasks, runs, records = _read_log(log)
-    with db._write():
-        task_ids = {t["id"]: _task_row_id(db.conn, t) for t in tasks}
-        run_ids = {r["id"]: _run_row_id(db.conn, r) for r in runs}
-        return sum(_insert_record(db.conn, {**r, "task_id": task_ids[r["task_id"]],
-                                            "run_id": run_ids.get(r["run_id"])})
-                   for r in records)
-
-
-@_guarded
-def _read_log(log: Database) -> tuple[list, list, list]:
-    """Every task, run and record row of `log` (its errors name its file)."""
-    return (log._rows("SELECT * FROM tasks ORDER BY id"),
-            log._rows("SELECT * FROM runs ORDER BY id"),
-            log._rows("SELECT * FROM records ORDER BY id"))
+    with Database(path) as log:  # its errors name its file
+        tasks, runs, rows = log.task_rows(), log.run_rows(), log.record_rows()
+    with db.transaction():
+        task_ids = {t["id"]: db.add_task(t) for t in tasks}
+        run_ids = {r["id"]: db.add_run(r) for r in runs}
+        return db.insert_records({**r, "task_id": task_ids[r["task_id"]],
+                                  "run_id": run_ids.get(r["run_id"])} for r in rows)

@@ -1,4 +1,5 @@
-"""Record: one measured config of one task, as the log holds it (plain data).
+"""Record: one measured config of one task, as the log holds it, and TaskSummary, one
+task of the log summed up (plain data).
 
 `.config` turns the stored knob values back into a ConfigEntity of the template's space
 as it is now; a record whose knobs no longer fit that space raises SpaceError there, and
@@ -12,18 +13,15 @@ from dataclasses import dataclass
 
 import search_spaces
 
-ERROR_NAMES = ["NO_ERROR", "INSTANTIATION_ERROR", "COMPILE_ERROR", "COMPILE_TIMEOUT",
-               "RUNTIME_ERROR", "RUN_TIMEOUT", "WRONG_ANSWER", "WORKER_CRASH", "UNKNOWN"]
-
-
-def error_name(error_no: int) -> str:
-    """The MeasureErrorNo name of a stored error code (the records layer does not import
-    the tuner)."""
-    return ERROR_NAMES[error_no] if 0 <= error_no < len(ERROR_NAMES) else f"ERROR_{error_no}"
+from .error_codes import error_name
 
 
 @dataclass(frozen=True)
 class Record:
+    """One record of the log: the task (template, args, target), the config as stored
+    (knobs, config_index, template_version), what the measurement gave (costs, mean_cost,
+    inf for none; gflops; error_no, error_msg; build, run and verify seconds), and when,
+    where, by which tuner and in which run it was made."""
     id: int
     template: str
     args: tuple
@@ -48,7 +46,7 @@ class Record:
     def from_row(cls, row: dict) -> "Record":
         """A Record from a row of `records` joined with its task's template, args, target."""
         return cls(
-            id=row["id"], template=row["template"], args=_tuple(json.loads(row["args"])),
+            id=row["id"], template=row["template"], args=decode_args(row["args"]),
             target=row["target"], knobs=json.loads(row["config"]),
             config_index=row["config_index"], template_version=row["template_version"],
             costs=tuple(json.loads(row["costs"])),
@@ -60,10 +58,12 @@ class Record:
 
     @property
     def ok(self) -> bool:
+        """Whether the measurement succeeded (error_no 0)."""
         return self.error_no == 0
 
     @property
     def error_name(self) -> str:
+        """The MeasureErrorNo name of error_no, e.g. "COMPILE_ERROR"."""
         return error_name(self.error_no)
 
     @property
@@ -82,6 +82,26 @@ class Record:
     def __repr__(self):
         what = f"{self.gflops:.1f} GFLOPS" if self.ok and self.gflops else self.error_name
         return f"Record({self.template}{self.args}, {what}, {self.knobs})"
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """A task of the log with its record counts and best valid result (current
+    template version)."""
+    id: int
+    template: str
+    args: tuple
+    target: str
+    records: int
+    errors: int
+    stale: int
+    best_gflops: float | None
+    best_cost: float | None
+
+
+def decode_args(text: str) -> tuple:
+    """A task's stored `args` (JSON text of a list) back to the tuple of a workload."""
+    return _tuple(json.loads(text))
 
 
 def _tuple(value):

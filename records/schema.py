@@ -8,15 +8,19 @@ Version history:
 
 An older file is upgraded in place, inside one transaction, after a backup copy of it
 is written next to it (`NAME.schema-vN.bak`). A newer file is refused: this code would
-not know what its columns mean.
+not know what its columns mean, and so is a file that is not a log.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 
+from .errors import RecordsError
+
 SCHEMA_VERSION = 2
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 TASKS = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -75,6 +79,21 @@ INDEXES_V1 = [
 
 META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
+# The columns a row of each table is written with (all but its id): every INSERT of the
+# log, and every import, names them from here.
+TASK_COLUMNS = ("template", "args", "target", "workload_key", "cpu", "vector_bits", "flop",
+                "space_size", "template_version")
+RUN_COLUMNS = ("start", "end", "tuner", "options", "trials", "best_gflops", "host")
+RECORD_COLUMNS = ("task_id", "config", "config_index", "template_version", "costs",
+                  "mean_cost", "gflops", "error_no", "error_msg", "build_time", "run_time",
+                  "verify_time", "timestamp", "host", "tuner", "run_id", "uid")
+
+
+def costs_text(costs) -> str:
+    """The `costs` column of a record: its seconds as a JSON list of floats. It is part of
+    the record's uid, so a record added and the same record imported spell it alike."""
+    return json.dumps([float(c) for c in costs])
+
 
 def record_uid(workload_key: str, target: str, config: str, timestamp: float, host: str,
                costs: str, error_no: int) -> str:
@@ -117,3 +136,63 @@ def create_v1(conn: sqlite3.Connection) -> None:
     for sql in (META, TASKS, RUNS, RECORDS_V1, *INDEXES_V1):
         conn.execute(sql)
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '1')")
+
+
+def check_header(path: str) -> None:
+    """A RecordsError unless `path` is missing, empty or starts like a SQLite database:
+    checked before SQLite opens it, which would write to a file that is none."""
+    if os.path.isdir(path):
+        raise RecordsError(f"{path} is a directory, not a tuning log")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    with open(path, "rb") as f:
+        head = f.read(len(SQLITE_HEADER))
+    if head != SQLITE_HEADER:
+        raise RecordsError(f"{path} is not a SQLite database (an autosched tuning log is one); "
+                           f"refusing to touch it")
+
+
+def log_version(conn: sqlite3.Connection, path: str) -> int | None:
+    """The schema version of the log `conn` has open (None for an empty database); a
+    RecordsError naming `path` for a database that is not a log or was written by a
+    newer autosched."""
+    tables = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return None
+    if "meta" not in tables or "records" not in tables:
+        raise RecordsError(f"{path} is a SQLite database but not an autosched "
+                           f"log (its tables are {', '.join(sorted(tables))})")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        raise RecordsError(f"{path}: the log has no valid schema version")
+    version = int(row[0])
+    if version > SCHEMA_VERSION:
+        raise RecordsError(f"{path} was written by a newer autosched (log schema "
+                           f"version {version}; this one knows up to "
+                           f"{SCHEMA_VERSION}); upgrade autosched to read it")
+    return version
+
+
+def upgrade(conn: sqlite3.Connection, path: str, version: int) -> str:
+    """Back the log at `path` up, then run every upgrade from `version` on `conn`; returns
+    the backup's path. Called inside the write transaction, so no other process writes
+    between the backup and the upgrade, and a failed upgrade leaves the file as it was."""
+    backup = f"{path}.schema-v{version}.bak"
+    n = 1
+    while os.path.exists(backup):
+        backup, n = f"{path}.schema-v{version}.{n}.bak", n + 1
+    # Copied through a second connection: SQLite cannot back up through the one that
+    # holds the write transaction, and that transaction keeps the committed state the
+    # second one reads from changing.
+    source, dest = sqlite3.connect(path), sqlite3.connect(backup)
+    try:
+        source.backup(dest)
+    finally:
+        dest.close()
+        source.close()
+    for v in range(version, SCHEMA_VERSION):
+        UPGRADES[v](conn)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                 (str(SCHEMA_VERSION),))
+    return backup

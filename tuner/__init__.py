@@ -7,18 +7,21 @@ every candidate checked against numpy), the tuners and their XGBoost cost model
     result = tune(task, trials=64, tuner="xgb", db="tune.db")   # resumes from the log
     print(result.best_gflops, result.best_config)
 """
+from records import MeasureErrorNo
+
 from .ga_tuner import GATuner
 from .grid_search_tuner import GridSearchTuner
-from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from .measure import MeasureInput, MeasureResult
 from .measurer import Measurer
 from .random_tuner import RandomTuner
 from .task import Task
-from .tune import tune
-from .tuner_base import TuneResult, Tuner
+from .task_scheduler import StopTuning, TaskScheduler
+from .tune import TuneResult, tune
+from .tuner_base import Tuner
 
 __all__ = ["Task", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
-           "tune", "TuneResult", "Tuner", "RandomTuner", "GridSearchTuner", "GATuner",
-           "XGBTuner"]
+           "tune", "TuneResult", "TaskScheduler", "StopTuning", "Tuner", "RandomTuner",
+           "GridSearchTuner", "GATuner", "XGBTuner"]
 
 
 def __getattr__(name):

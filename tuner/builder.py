@@ -11,9 +11,9 @@ import time
 import warnings
 
 import compiler
+from records import MeasureErrorNo
 from search_spaces import ConfigEntity
 
-from .measure import MeasureErrorNo
 from .task import Task
 
 MAX_MESSAGE = 2000  # characters of an error message kept in a result

@@ -308,9 +308,9 @@ def _statement(nest: _Nest, st, names: tuple) -> tuple[float, np.ndarray]:
     table = np.zeros((len(loops), loop_len))
     table[:, 0] = np.log2(extents + 1)
     table[:, 1] = np.arange(len(loops))
-    for l, (iv, owner, _) in enumerate(loops):
+    for row, (iv, owner, _) in enumerate(loops):
         kind = owner.iter_var_attrs.get(iv)
-        table[l, 2:5] = [kind == VECTORIZED, kind == UNROLLED, kind == PARALLEL]
+        table[row, 2:5] = [kind == VECTORIZED, kind == UNROLLED, kind == PARALLEL]
     accesses = _accesses(nest, st)
     others = sorted({a[0] for a in accesses} - set(names))[:EXTRA_BUFFERS]
     slots = {name: k for k, name in enumerate(list(names) + others)}

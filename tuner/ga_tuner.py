@@ -12,7 +12,6 @@ unmeasured config takes its place. So no config is ever proposed twice.
 """
 from __future__ import annotations
 
-
 from .measure import MeasureInput, MeasureResult
 from .random_tuner import random_unvisited
 from .task import Task
@@ -28,6 +27,8 @@ class GATuner(Tuner):
     elite_num: the fittest configs kept as parents of every later generation.
     mutation_prob: the chance of each gene of a child to be set to a random position.
     """
+
+    name = "ga"
 
     def __init__(self, task: Task, seed: int | None = None, pop_size: int = 100,
                  elite_num: int = 3, mutation_prob: float = 0.1):

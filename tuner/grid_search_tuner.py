@@ -10,6 +10,8 @@ class GridSearchTuner(Tuner):
     """`GridSearchTuner(task, seed=None)`: configs 0, 1, 2, ... of the space; the seed
     changes nothing (the order is fixed) and is taken so that every tuner is made alike."""
 
+    name = "grid"
+
     def __init__(self, task: Task, seed: int | None = None):
         super().__init__(task, seed)
         self.counter = 0  # the next index to look at; everything below it was proposed

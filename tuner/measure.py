@@ -1,30 +1,17 @@
 """What the tuner asks to measure and what it gets back (AutoTVM's measure.py names).
 
-A MeasureResult is data only: costs in seconds, an error code and message, and where and
-when it was measured, so that the records layer can store it as it is.
+A MeasureResult is data only: costs in seconds, an error code (records.MeasureErrorNo,
+whose home is the log that stores it) and message, and where and when it was measured,
+so that the records layer can store it as it is.
 """
 from __future__ import annotations
 
-import enum
-import math
 from dataclasses import dataclass, field
 
+from records import MeasureErrorNo, mean_cost
 from search_spaces import ConfigEntity
 
 from .task import Task
-
-
-class MeasureErrorNo(enum.IntEnum):
-    """Why a candidate has no time; stored as its integer value."""
-    NO_ERROR = 0
-    INSTANTIATION_ERROR = 1  # the template rejects the config
-    COMPILE_ERROR = 2        # schedule, lowering or LLVM failed
-    COMPILE_TIMEOUT = 3
-    RUNTIME_ERROR = 4        # the kernel returned an error or could not be loaded
-    RUN_TIMEOUT = 5
-    WRONG_ANSWER = 6         # outputs differ from the numpy reference
-    WORKER_CRASH = 7         # the process building or running it died (a segfault)
-    UNKNOWN = 8
 
 
 @dataclass(frozen=True)
@@ -51,12 +38,13 @@ class MeasureResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the candidate was measured without an error."""
         return self.error_no == MeasureErrorNo.NO_ERROR
 
     @property
     def mean_cost(self) -> float:
-        """Mean seconds per call; infinity for a failed candidate."""
-        return sum(self.costs) / len(self.costs) if self.ok and self.costs else math.inf
+        """Mean seconds per call (records.mean_cost); infinity for a failed candidate."""
+        return mean_cost(self.costs, self.error_no)
 
     def __repr__(self):
         what = (f"{self.mean_cost * 1e3:.3f} ms" if self.ok

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import time
 
+from records import MeasureErrorNo
+
 from .builder import build_candidate
-from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from .measure import MeasureInput, MeasureResult
 from .ray_session import connect, timing_resource
 from .runner import Runner
 
@@ -175,7 +177,7 @@ class Measurer:
         try:
             # waiting for another process's timing on this host is not this candidate's time
             ray.get(runner.acquire.remote())
-            ref = runner.run.remote(inp.task.spec(), built["object"], options)
+            ref = runner.time_candidate.remote(inp.task.spec(), built["object"], options)
             out = ray.get(ref, timeout=self.run_timeout)
             code, msg = MeasureErrorNo(out["error_no"]), out["error_msg"]
         except GetTimeoutError:

@@ -40,6 +40,8 @@ class RandomTuner(Tuner):
     """`RandomTuner(task, seed=None)`: unmeasured configs uniformly at random; the same
     seed proposes the same configs."""
 
+    name = "random"
+
     def next_batch(self, n: int) -> list:
         """Up to `n` random configs neither measured nor in flight."""
         return [self.space.get(i)

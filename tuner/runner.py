@@ -1,10 +1,13 @@
 """Runner: loads a candidate's object code, checks its outputs against numpy, times it.
 
-One Runner lives in one Ray actor per timing host (see measurer.py) and measures one
-candidate at a time; `acquire` takes this host's timing lock (a file lock, so runners of
-other processes and other Ray instances on the host wait too) and `run` releases it. Per task it keeps seeded random inputs and the expected outputs,
-computed once: from the template's numpy reference when it names one, else from the
-same compute built with no schedule transformations.
+One Runner lives in one Ray actor per timing host (see measurer.py) and times one built
+candidate at a time (`time_candidate`: object code in, costs or an error code out; the
+Measurer's `measure` turns whole batches of configs into MeasureResults around it).
+`acquire` takes this host's timing lock (a file lock, so runners of other processes and
+other Ray instances on the host wait too) and `time_candidate` releases it. Per task it
+keeps seeded random inputs and the expected outputs (tuner.verify), computed once: from
+the template's numpy reference when it names one, else from the same compute built with
+no schedule transformations.
 """
 from __future__ import annotations
 
@@ -18,73 +21,20 @@ import time
 import numpy as np
 
 import compiler
-from compiler import te
-from compiler.ops import get_const_tuple
+from records import MeasureErrorNo
 
 from .builder import error_message
-from .measure import MeasureErrorNo
 from .task import Task
+from .verify import expected_outputs, mismatch, random_inputs, unwritten
 
-SEED = 0
-RTOL = 1e-3  # float32 sums in another order than numpy's differ by far less
 # A first call shorter than this is never cut off: a tiny kernel's first call is many
 # times slower than the rest (cold caches and code, page faults) and timing it is cheap.
 CUTOFF_FLOOR_S = 0.01
 TIMING_LOCK = os.path.join(tempfile.gettempdir(), "autosched-timing.lock")
 
 
-def random_inputs(tensors, seed: int = SEED) -> list[np.ndarray]:
-    """Seeded arrays for `tensors`: floats in [-1, 1), small integers, random booleans."""
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for t in tensors:
-        shape, dtype = get_const_tuple(t.shape), np.dtype(t.dtype)
-        if dtype.kind == "f":
-            arrays.append(rng.uniform(-1, 1, shape).astype(dtype))
-        elif dtype.kind == "b":
-            arrays.append(rng.random(shape) < 0.5)
-        else:
-            arrays.append(rng.integers(-8, 8, shape).astype(dtype))
-    return arrays
-
-
-def unwritten(tensor) -> np.ndarray:
-    """An output array whose every element is wrong until the kernel writes it."""
-    shape, dtype = get_const_tuple(tensor.shape), np.dtype(tensor.dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype)
-    return np.full(shape, 1 if dtype.kind == "b" else np.iinfo(dtype).min, dtype)
-
-
-def expected_outputs(task: Task, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """The template's numpy reference on `inputs`; without one, the compute built with a
-    default schedule (every stage at the root, loops in axis order)."""
-    if task.template.reference is not None:
-        return [np.asarray(o) for o in task.template.reference_outputs(task.args, inputs)]
-    ins, outs = task.tensors()
-    plain = compiler.build(te.create_schedule([t.op for t in outs]), [*ins, *outs],
-                           target=task.target)
-    arrays = [unwritten(t) for t in outs]
-    plain(*inputs, *arrays)
-    return arrays
-
-
-def mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
-    """None when `got` matches `want`; else what differs, for the error message."""
-    if got.dtype.kind == "f":
-        atol = RTOL * max(1.0, float(np.nanmax(np.abs(want), initial=0.0)))
-        bad = ~np.isclose(got, want, rtol=RTOL, atol=atol, equal_nan=True)
-    else:
-        bad = got != want
-    if not bad.any():
-        return None
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
-    return (f"{int(bad.sum())} of {bad.size} elements differ; first at {where}: "
-            f"got {got[where]}, expected {want[where]}")
-
-
 class Runner:
-    """Measures candidates of any task on this host; see `run`."""
+    """Times built candidates of any task on this host; see `time_candidate`."""
 
     def __init__(self):
         self._data: dict = {}    # task key -> (inputs, output tensors, expected or None)
@@ -98,7 +48,7 @@ class Runner:
 
     def acquire(self) -> None:
         """Wait until no other runner on this host is timing, then hold the host's timing
-        lock until `run` ends (or this process dies, which releases it too)."""
+        lock until `time_candidate` ends (or this process dies, which releases it too)."""
         if self._lock is None:
             self._lock = open(TIMING_LOCK, "a")
         fcntl.flock(self._lock, fcntl.LOCK_EX)
@@ -130,7 +80,8 @@ class Runner:
         """Seconds per call, one per repeat, as time_evaluator measures them. The first
         call is the warm-up (and the run whose outputs are checked). When it took longer
         than options["cutoff_s"] (and CUTOFF_FLOOR_S), the candidate cannot be among the
-        best: its cost is that one call. With flush_cache the caches are evicted before each repeat."""
+        best: its cost is that one call. With flush_cache the caches are evicted before
+        each repeat."""
         start = time.perf_counter()
         f(*arrays)
         first = time.perf_counter() - start
@@ -151,18 +102,18 @@ class Runner:
             costs += timer(repeat=1)(*arrays).results
         return costs
 
-    def run(self, spec: dict, obj: bytes, options: dict) -> dict:
-        """`measure` with the host's timing lock released afterwards (see acquire)."""
+    def time_candidate(self, spec: dict, obj: bytes, options: dict) -> dict:
+        """Load `obj` (object code of a candidate of task `spec`), time it with options
+        number, repeat, min_repeat_ms, cooldown_ms, flush_cache and cutoff_s, and check the
+        outputs of those calls when options["check_correctness"] (the check adds no call
+        of its own); then release the host's timing lock (see acquire). Returns
+        {"error_no", "error_msg", "costs", "run_time", "verify_time", "host"}."""
         try:
-            return self.measure(spec, obj, options)
+            return self._time_candidate(spec, obj, options)
         finally:
             self._release()
 
-    def measure(self, spec: dict, obj: bytes, options: dict) -> dict:
-        """Load `obj` (object code of a candidate of task `spec`), time it with options
-        number, repeat, min_repeat_ms, cooldown_ms and flush_cache, and check the outputs
-        of those calls when options["check_correctness"] (the check adds no call of its
-        own). Returns {"error_no", "error_msg", "costs", "run_time", "verify_time", "host"}."""
+    def _time_candidate(self, spec: dict, obj: bytes, options: dict) -> dict:
         start = time.perf_counter()
         out = {"error_no": int(MeasureErrorNo.NO_ERROR), "error_msg": "", "costs": [],
                "verify_time": 0.0, "host": self.host}

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
-import math
 import os
 import sys
 
+import records
 import search_spaces
 from compiler import Target
 from compiler.te.tensor import PlaceholderOp
@@ -47,11 +46,13 @@ class Task:
 
     @property
     def workload_key(self) -> str:
-        """The workload as JSON text, e.g. '["matmul", [1024, 1024, 1024, "float32"]]'."""
-        return json.dumps([self.name, list(self.args)])
+        """The workload as the log names it (records.workload_key), e.g.
+        '["matmul", [1024, 1024, 1024, "float32"]]'."""
+        return records.workload_key(self.name, self.args)
 
     @property
     def config_space(self) -> search_spaces.ConfigSpace:
+        """The template's space of configs for these arguments (built once)."""
         return self.template.space(self.args)
 
     def instantiate(self, config=None):
@@ -71,11 +72,9 @@ class Task:
         return compute_flop(self.tensors()[1])
 
     def gflops(self, seconds: float | None) -> float | None:
-        """GFLOPS of a call that takes `seconds`; None when there is no such time (None,
-        zero, or inf, the cost of a failed measurement)."""
-        if seconds is None or not 0 < seconds < math.inf:
-            return None
-        return self.flop / seconds / 1e9
+        """GFLOPS of a call that takes `seconds` (records.gflops); None when there is no
+        such time (None, zero, or inf, the cost of a failed measurement)."""
+        return records.gflops(self.flop, seconds)
 
     def spec(self) -> dict:
         """Plain data that Task.from_spec rebuilds this task from, in any process."""

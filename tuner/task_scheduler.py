@@ -1,6 +1,5 @@
-"""TaskScheduler: tune several tasks in one run over one Measurer and one tuning log,
-one batch at a time, giving the trials to the tasks whose best is still improving
-(the gradient idea of Ansor's task scheduler).
+"""TaskScheduler: the tuning loop. It tunes one task or several over one Measurer (and
+one tuning log), one batch at a time; `tune()` is this loop with one task.
 
     with Measurer() as m, Database("tune.db") as db:
         scheduler = TaskScheduler([Task("matmul", (256, 256, 256)),
@@ -8,46 +7,64 @@ one batch at a time, giving the trials to the tasks whose best is still improvin
                                   trials=256, measurer=m, db=db, tuner="xgb")
         states = scheduler.run()
 
-Every task resumes from what the log holds (`tune.resume`) and gets a `runs` row of its
-own; every measured batch is logged as one transaction before the next one starts, so
-`stop()` (from a signal handler) loses nothing: the batch in flight finishes and is
-logged, then `run()` returns.
+One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
+measurer measures them, the tuner learns from them (`update`), the batch is logged as one
+transaction, then the callbacks run. Per task the loop keeps the trials done, the
+best-so-far curve, the errors and why the task left the rotation (TaskState).
 
-The order: the untuned fallback config of every task is measured once (unless the log
-holds it), as the baseline that progress is shown against; then every task gets one
-batch; after that each batch goes to the task whose best cost fell the most, relative
-to itself, per trial over its last two batches, except that every ROUND_ROBIN_EVERY-th
-batch goes to the next task in turn, so that no task starves: each gets at least one
-batch in ROUND_ROBIN_EVERY times the number of tasks. A task leaves
-the rotation when early stopping says it stopped improving or its space is exhausted;
-the run ends when the trials are spent, when the next batch would likely end past the
-time budget, when no task is left, or on `stop()`.
+With a log, every task resumes from what it holds (`resume`) and gets a `runs` row of its
+own, closed when the run ends; and the untuned fallback config of every task is measured
+once first (unless the log holds it), as the baseline that progress is shown against.
+Without a log nothing is read or written and no baseline is measured: every measurement
+is a trial of the tuner.
+
+The order: after the fallbacks, every task gets one batch; after that each batch goes to
+the task whose best cost fell the most, relative to itself, per trial over its last two
+batches, except that every ROUND_ROBIN_EVERY-th batch goes to the next task in turn, so
+that no task starves: each gets at least one batch in ROUND_ROBIN_EVERY times the number
+of tasks. A task leaves the rotation when early stopping says it stopped improving or its
+space is exhausted; the run ends when the trials are spent, when the next batch would
+likely end past the time budget, when no task is left, or when a stop is asked for:
+`stop()` (from a signal handler: the command line does so on Ctrl-C) or a callback that
+raises StopTuning. The batch in flight then finishes and is logged (the other callbacks of
+that batch still run), and `run()` returns.
 """
 from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .measure import MeasureInput
+from records import MeasureErrorNo
+from search_spaces import SpaceError
+
+from .measure import MeasureInput, MeasureResult
+from .registry import make_tuners, tuner_name
 from .task import Task
-from .tune import TUNERS, resume
 from .tuner_base import Tuner
 
 ROUND_ROBIN_EVERY = 4  # every fourth batch goes to the next task in turn
+
+
+class StopTuning(Exception):
+    """Raised by a callback of the loop (`tune(callbacks=...)`, TaskScheduler's
+    `callbacks`) to stop the run after the batch it was called for."""
 
 
 @dataclass
 class TaskState:
     """One task of a scheduler run and how far it got. `done` counts this run's trials
     (the fallback measurement is not a trial); `resumed` the log's records before it.
-    `curve` holds (trials done, best cost) after every batch, from (0, best at start).
-    `finished` says why the task left the rotation (None while it is in it)."""
+    `curve` holds (trials done, best cost) after every measured batch, from (0, best at
+    start).
+    `finished` says why the task left the rotation (None while it is in it). `run_id`:
+    the task's row in the log's runs (None without a log)."""
     task: Task
     tuner: Tuner
     tuner_name: str
-    run_id: int
+    run_id: int | None = None
     resumed: int = 0
     done: int = 0
     batches: int = 0
@@ -65,7 +82,13 @@ class TaskState:
 
     @property
     def best_gflops(self) -> float | None:
+        """GFLOPS of the best config (None: none measured well)."""
         return self.task.gflops(self.best_cost)
+
+    @property
+    def history(self) -> list[tuple[int, float]]:
+        """(trials done, best GFLOPS so far, 0 for none) after each of this run's batches."""
+        return [(n, self.task.gflops(cost) or 0.0) for n, cost in self.curve[1:]]
 
     @property
     def speedup(self) -> float | None:
@@ -90,34 +113,40 @@ class TaskScheduler:
     """Tune `tasks` (distinct Tasks) for `trials` trials in total.
 
     measurer: a Measurer (or anything with its `measure`), started by the caller.
-    db: a records.Database; every task resumes from it and every batch is logged to it.
-    tuner: a name in tune.TUNERS (default "xgb"); one tuner of that kind per task.
+    db: a records.Database (every task resumes from it, every batch is logged to it, and
+        the fallback baselines are measured), or None (default: nothing read or logged).
+    tuner: a name in registry.TUNERS (default "xgb"; one tuner of that kind per task), or
+        a list of Tuners, one made for each task.
     early_stopping: a task leaves the rotation after this many of its trials without a
         better cost (default None: never).
-    seed: makes the tuners propose deterministically (default None).
+    seed: makes the tuners given by name propose deterministically (default None).
     batch_size: configs measured at a time (default 16).
     time_budget: seconds; no batch starts that would likely end past it (default None).
     on_batch: `on_batch(scheduler, state)` after each batch and fallback measurement.
+    callbacks: functions `cb(tuner, inputs, results)` called after every batch of trials
+        (not the fallbacks); one that raises StopTuning stops the run after that batch.
     """
 
-    def __init__(self, tasks, trials: int, measurer, db, tuner: str = "xgb",
+    def __init__(self, tasks, trials: int, measurer, db=None, tuner="xgb",
                  early_stopping: int | None = None, seed: int | None = None,
-                 batch_size: int = 16, time_budget: float | None = None, on_batch=None):
+                 batch_size: int = 16, time_budget: float | None = None, on_batch=None,
+                 callbacks=()):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
         if len(set(tasks)) != len(tasks):
             raise ValueError("TaskScheduler: a task is given twice")
-        if tuner not in TUNERS:
-            raise ValueError(f"TaskScheduler: unknown tuner {tuner!r}; choose one of "
-                             f"{', '.join(map(repr, TUNERS))}")
         for name, value in (("trials", trials), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"TaskScheduler: {name} must be a positive integer, "
                                  f"got {value!r}")
+        self.tuners = make_tuners(tuner, tasks, seed)
         self.tasks, self.trials, self.measurer, self.db = tasks, trials, measurer, db
-        self.tuner_name, self.early_stopping, self.seed = tuner, early_stopping, seed
+        # what the run is shown as: the tuners' names, each once
+        self.tuner_name = ", ".join(dict.fromkeys(tuner_name(t) for t in self.tuners))
+        self.early_stopping, self.seed = early_stopping, seed
         self.batch_size, self.time_budget, self.on_batch = batch_size, time_budget, on_batch
+        self.callbacks = tuple(callbacks)
         self.states: list[TaskState] = []
         self.stop_reason: str | None = None   # why run() ended
         self.started = time.monotonic()
@@ -134,6 +163,7 @@ class TaskScheduler:
         return sum(s.done for s in self.states)
 
     def elapsed(self) -> float:
+        """Wall seconds since run() started."""
         return time.monotonic() - self.started
 
     def seconds_per_trial(self, state: TaskState | None = None) -> float | None:
@@ -166,7 +196,7 @@ class TaskScheduler:
     def run(self) -> list[TaskState]:
         """Tune until a stop condition (see the module docstring); returns the states."""
         self.started = time.monotonic()
-        self.states = [self._start(task) for task in self.tasks]
+        self.states = [self._start(tuner) for tuner in self.tuners]
         try:
             self._measure_fallbacks()
             while self.stop_reason is None:
@@ -175,41 +205,40 @@ class TaskScheduler:
                     self._batch(self._pick())
         finally:
             self.in_flight = None
-            for s in self.states:
-                self.db.end_run(s.run_id, s.done, s.best_gflops)
+            if self.db is not None:
+                for s in self.states:
+                    self.db.end_run(s.run_id, s.done, s.best_gflops)
         return self.states
 
-    def _start(self, task: Task) -> TaskState:
-        tuner = TUNERS[self.tuner_name](task, seed=self.seed)
-        resumed = resume(tuner, self.db)
-        run_id = self.db.start_run(self.tuner_name, {
-            "task": task.workload_key, "target": str(task.target), "trials": self.trials,
-            "tasks": len(self.tasks), "early_stopping": self.early_stopping,
-            "seed": self.seed, "batch_size": self.batch_size,
-            "time_budget": self.time_budget})
-        state = TaskState(task, tuner, self.tuner_name, run_id, resumed=resumed)
+    def _start(self, tuner: Tuner) -> TaskState:
+        """The state of `tuner`'s task: resumed from the log, with a run row, if any."""
+        task, name = tuner.task, tuner_name(tuner)
+        state = TaskState(task, tuner, name)
+        if self.db is not None:
+            state.resumed = resume(tuner, self.db)
+            state.run_id = self.db.start_run(name, {
+                "task": task.workload_key, "target": str(task.target), "trials": self.trials,
+                "tasks": len(self.tasks), "early_stopping": self.early_stopping,
+                "seed": self.seed, "batch_size": self.batch_size,
+                "time_budget": self.time_budget})
         state.fallback_cost = _fallback_cost(tuner)
         return state
 
-    def _log(self, state: TaskState):
-        return self.db.logger(tuner=state.tuner_name, run_id=state.run_id)
-
     def _measure_fallbacks(self) -> None:
-        """Measure, in one batch, the fallback config of every task the log lacks it for."""
+        """With a log: measure, in one batch, the fallback config of every task the log
+        lacks it for."""
         missing = [s for s in self.states if s.fallback_cost is None
                    and s.tuner.space.fallback().index not in s.tuner.visited]
-        if missing and self._stop_requested is None:
+        measure = self.db is not None and bool(missing) and self._stop_requested is None
+        if measure:
             inputs = [MeasureInput(s.task, s.tuner.space.fallback()) for s in missing]
             results = self.measurer.measure(inputs)
             for state, inp, res in zip(missing, inputs, results):
-                state.tuner.update([inp], [res])
-                self._log(state)([inp], [res])
+                self._learn(state, [inp], [res])
                 state.fallback_cost = res.mean_cost if res.ok else None
-                if not res.ok:
-                    state.errors[res.error_no.name] += 1
         for state in self.states:
             state.curve.append((0, state.best_cost))  # where this run's trials start from
-            if missing and self.on_batch is not None:
+            if measure and self.on_batch is not None:
                 self.on_batch(self, state)
 
     def _why_stop(self) -> str | None:
@@ -253,31 +282,49 @@ class TaskScheduler:
         return max(active, key=lambda s: (s.improvement_rate(window), -s.done))
 
     def _batch(self, state: TaskState) -> None:
-        """Measure and log one batch of `state`'s task; update its state."""
-        log = self._log(state)
-
-        def observe(_tuner, inputs, results):
-            log(inputs, results)
-            state.errors.update(r.error_no.name for r in results if not r.ok)
-
+        """Measure, learn from and log one batch of `state`'s task; update its state."""
+        tuner = state.tuner
         before, start = state.best_cost, time.monotonic()
-        self.in_flight = state
-        result = state.tuner.tune(self._batch_trials(), self.measurer, callbacks=[observe],
-                                  batch_size=self.batch_size)
-        self.in_flight = None
+        configs = tuner.next_batch(self._batch_trials())
+        if configs:
+            tuner.visited.update(c.index for c in configs)  # in flight: never proposed again
+            inputs = [MeasureInput(state.task, c) for c in configs]
+            self.in_flight = state
+            results = self.measurer.measure(inputs)
+            self.in_flight = None
+            self._learn(state, inputs, results)
+            state.done += len(inputs)
+            if state.best_cost < before:
+                state.last_improved = state.done
+            state.curve.append((state.done, state.best_cost))
+            self._call_back(tuner, inputs, results)
         state.seconds += time.monotonic() - start
-        state.done += result.trials
         state.batches += 1
-        if state.best_cost < before:
-            state.last_improved = state.done
-        state.curve.append((state.done, state.best_cost))
-        if result.trials == 0 or not state.tuner.has_next():
+        if not configs or not tuner.has_next():
             state.finished = "space exhausted"
         elif (self.early_stopping is not None
               and state.done - state.last_improved >= self.early_stopping):
             state.finished = "early stopping"
         if self.on_batch is not None:
             self.on_batch(self, state)
+
+    def _learn(self, state: TaskState, inputs: list, results: list) -> None:
+        """Give a measured batch of `state`'s task to its tuner, log it (one transaction,
+        with a log) and count its errors."""
+        state.tuner.update(inputs, results)
+        if self.db is not None:
+            self.db.add(state.task, inputs, results, tuner=state.tuner_name,
+                        run_id=state.run_id)
+        state.errors.update(r.error_no.name for r in results if not r.ok)
+
+    def _call_back(self, tuner: Tuner, inputs: list, results: list) -> None:
+        """Call every callback on a batch of trials; one that raises StopTuning asks the
+        run to stop after this batch, and the others still run."""
+        for cb in self.callbacks:
+            try:
+                cb(tuner, inputs, results)
+            except StopTuning:
+                self.stop("stopped by a callback")
 
 
 def _fallback_cost(tuner: Tuner) -> float | None:
@@ -288,3 +335,35 @@ def _fallback_cost(tuner: Tuner) -> float | None:
         if inp.config.index == index and res.ok:
             return res.mean_cost
     return None
+
+
+def resume(tuner: Tuner, db) -> int:
+    """Give `tuner` every record of its task in `db` (a records.Database) as measured;
+    returns how many.
+
+    A record made with another version of the template, or whose knobs no longer fit the
+    space, is skipped with one warning for all of them: its config cannot be proposed
+    again, so it cannot be measured twice either.
+    """
+    task = tuner.task
+    inputs, results, stale, misfits = [], [], 0, []
+    for r in db.records(task):
+        try:
+            config = r.config
+        except SpaceError as err:
+            if r.stale:
+                stale += 1
+            else:
+                misfits.append(f"record {r.id}: {err}")
+            continue
+        inputs.append(MeasureInput(task, config))
+        results.append(MeasureResult(r.costs, MeasureErrorNo(r.error_no), r.error_msg,
+                                     r.build_time or 0.0, r.timestamp, r.host,
+                                     r.run_time or 0.0, r.verify_time or 0.0))
+    if stale or misfits:
+        warnings.warn(f"{db.path}: skipped {stale + len(misfits)} records of {task} when "
+                      f"resuming: {stale} made with another version of the template, "
+                      f"{len(misfits)} whose knobs no longer fit its space"
+                      f"{' (' + misfits[0] + ')' if misfits else ''}", stacklevel=4)
+    tuner.warm_start(inputs, results)
+    return len(inputs)

@@ -53,6 +53,8 @@ class XGBTuner(Tuner):
     min_train: results that measured well before the model is trained.
     """
 
+    name = "xgb"
+
     def __init__(self, task: Task, seed: int | None = None, plan_size: int = 64,
                  feature_type: str = "knob", loss_type: str = "rank",
                  num_threads: int | None = None, epsilon: float = 0.05,

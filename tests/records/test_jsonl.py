@@ -270,14 +270,14 @@ def test_merge_gives_the_union_once(tmp_path, task):
     assert a.conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 1
 
 
-def test_database_methods_move_records_like_the_functions(tmp_path, task, small_task):
+def test_records_move_through_files_by_path(tmp_path, task, small_task):
     source = _log(tmp_path / "a.db", task, small_task)
     out = tmp_path / "a.jsonl"
-    assert source.export_jsonl(out) == len(_lines(out))
+    assert records.export_jsonl(source, out) == len(_lines(out))
     with records.Database(tmp_path / "b.db") as copy:
-        report = copy.import_jsonl(out)
+        report = records.import_jsonl(copy, out)
         assert report.imported == len(_lines(out)) and not report.errors
         assert _fields(copy, task) == _fields(source, task)
     with records.Database(tmp_path / "c.db") as merged:
-        assert merged.merge(tmp_path / "a.db") == len(_lines(out))
-        assert merged.merge(tmp_path / "a.db") == 0
+        assert records.merge(merged, tmp_path / "a.db") == len(_lines(out))
+        assert records.merge(merged, tmp_path / "a.db") == 0

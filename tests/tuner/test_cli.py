@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 def run(*args, cwd, env=None, timeout=240) -> subprocess.CompletedProcess:
     """`autosched ARGS` in `cwd`, without the caller's AUTOSCHED_DB unless `env` sets it."""
     environ = {k: v for k, v in os.environ.items() if k != "AUTOSCHED_DB"}
-    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd, env={**environ, **(env or {})},
+    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd,
+                          env={**environ, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
 
 

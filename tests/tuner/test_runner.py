@@ -56,30 +56,31 @@ def test_builder_classifies_a_rejected_config_and_a_stale_one():
 def test_runner_times_checks_and_reports():
     task = Task("test_misbehave", (1000,))
     runner = Runner()
-    ok = runner.run(task.spec(), built(task, "ok")["object"], OPTIONS)
+    ok = runner.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)
     assert ok["error_no"] == E.NO_ERROR and len(ok["costs"]) == 3 and ok["verify_time"] > 0
-    wrong = runner.run(task.spec(), built(task, "wrong")["object"], OPTIONS)
+    wrong = runner.time_candidate(task.spec(), built(task, "wrong")["object"], OPTIONS)
     assert wrong["error_no"] == E.WRONG_ANSWER and wrong["costs"] == []
-    unchecked = runner.run(task.spec(), built(task, "wrong")["object"],
+    unchecked = runner.time_candidate(task.spec(), built(task, "wrong")["object"],
                            dict(OPTIONS, check_correctness=False))
     assert unchecked["error_no"] == E.NO_ERROR
-    garbage = runner.run(task.spec(), b"\x7fELF garbage", OPTIONS)
+    garbage = runner.time_candidate(task.spec(), b"\x7fELF garbage", OPTIONS)
     assert garbage["error_no"] == E.RUNTIME_ERROR and "object code" in garbage["error_msg"]
 
 
 def test_runner_flushes_caches_before_each_repeat():
     task = Task("test_misbehave", (1000,))
-    out = Runner().run(task.spec(), built(task, "ok")["object"], dict(OPTIONS, flush_cache=True))
+    out = Runner().time_candidate(task.spec(), built(task, "ok")["object"],
+                                  dict(OPTIONS, flush_cache=True))
     assert out["error_no"] == E.NO_ERROR and len(out["costs"]) == 3
 
 
 def test_a_candidate_slower_than_the_cutoff_is_not_timed_further(monkeypatch):
     task = Task("test_misbehave", (1000,))
     obj = built(task, "ok")["object"]
-    out = Runner().run(task.spec(), obj, dict(OPTIONS, cutoff_s=1e-9))
+    out = Runner().time_candidate(task.spec(), obj, dict(OPTIONS, cutoff_s=1e-9))
     assert len(out["costs"]) == 3  # its first call is shorter than the floor
     monkeypatch.setattr(runner_module, "CUTOFF_FLOOR_S", 0.0)
-    out = Runner().run(task.spec(), obj, dict(OPTIONS, cutoff_s=1e-9))
+    out = Runner().time_candidate(task.spec(), obj, dict(OPTIONS, cutoff_s=1e-9))
     assert out["error_no"] == E.NO_ERROR and len(out["costs"]) == 1
 
 
@@ -87,7 +88,7 @@ def test_runner_checks_a_template_without_reference_against_its_plain_compute():
     task = Task("test_plain_reference", (1000,))
     for config in task.config_space.sample(3, seed=0):
         out = build_candidate(task.spec(), config.to_json())
-        result = Runner().run(task.spec(), out["object"], OPTIONS)
+        result = Runner().time_candidate(task.spec(), out["object"], OPTIONS)
         assert result["error_no"] == E.NO_ERROR, result
 
 
@@ -100,7 +101,8 @@ def test_one_timing_at_a_time_per_host():
     waiter.start()
     assert not entered.wait(0.3)  # the second runner waits while the first one times
     task = Task("test_misbehave", (1000,))
-    assert first.run(task.spec(), built(task, "ok")["object"], OPTIONS)["error_no"] == E.NO_ERROR
-    assert entered.wait(5)  # run() released the lock
+    out = first.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)
+    assert out["error_no"] == E.NO_ERROR
+    assert entered.wait(5)  # time_candidate() released the lock
     waiter.join()
-    second.run(task.spec(), built(task, "ok")["object"], OPTIONS)
+    second.time_candidate(task.spec(), built(task, "ok")["object"], OPTIONS)

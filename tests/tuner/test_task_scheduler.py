@@ -7,7 +7,7 @@ import pytest
 
 import records
 from fake_measurer import FakeMeasurer, bowl_cost
-from tuner import Task
+from tuner import StopTuning, Task
 from tuner.task_scheduler import TaskScheduler
 
 IMPROVING = Task("matmul", (64, 64, 64))
@@ -68,6 +68,21 @@ def test_stop_ends_the_run_after_the_batch_in_flight(tmp_path):
                                        on_batch=on_batch)
     assert scheduler.stop_reason == "SIGINT"
     assert states[0].done == 16 and sum(logged.values()) == 16 + 1
+
+
+def test_a_callback_raising_stop_tuning_ends_the_run_after_its_logged_batch(tmp_path):
+    seen = []
+
+    def stop_at_third(tuner, inputs, results):
+        seen.append((tuner.task, len(inputs)))
+        if len(seen) == 3:
+            raise StopTuning
+
+    scheduler, states, logged, _ = run(tmp_path, [FLAT, IMPROVING], 400,
+                                       callbacks=[stop_at_third, lambda *batch: None])
+    assert scheduler.stop_reason == "stopped by a callback"
+    assert [n for _, n in seen] == [8, 8, 8] and {t for t, _ in seen} == {FLAT, IMPROVING}
+    assert scheduler.done == 24 and sum(logged.values()) == 24 + 2  # and the fallbacks
 
 
 def test_the_time_budget_is_not_overrun_by_a_batch(tmp_path):

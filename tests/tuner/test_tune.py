@@ -1,9 +1,15 @@
 """tune() (tuner/tune.py): tuners by name, resuming from and logging to a real SQLite
-log with a fake measurer, and one short run with the real Measurer on a local Ray."""
+log with a fake measurer, one short run with the real Measurer on a local Ray, and the
+same kinds of records as `autosched tune` logs."""
 from __future__ import annotations
 
 import importlib
+import json
 import math
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,11 +83,14 @@ def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tm
         logged = db.records(task)
         runs = list(db.db.query("SELECT * FROM runs ORDER BY id"))
     assert [r.config_index for r in logged] == first_measurer.measured + second_measurer.measured
+    # the first run measured the fallback baseline first (no trial); the second found it
+    assert logged[0].config_index == task.config_space.fallback().index
+    assert len(first_measurer.measured) == 1 + 32
     assert [(r["tuner"], r["trials"]) for r in runs] == [("random", 32), ("grid", 32)]
     assert all(r["end"] is not None for r in runs)
     assert runs[0]["best_gflops"] == pytest.approx(first.best_gflops)
-    assert {r.run_id for r in logged[:32]} == {runs[0]["id"]}
-    assert {r.run_id for r in logged[32:]} == {runs[1]["id"]}
+    assert {r.run_id for r in logged[:33]} == {runs[0]["id"]}
+    assert {r.run_id for r in logged[33:]} == {runs[1]["id"]}
 
 
 def test_records_of_another_template_version_are_skipped_with_a_warning(task, tmp_path):
@@ -94,7 +103,7 @@ def test_records_of_another_template_version_are_skipped_with_a_warning(task, tm
         with pytest.warns(UserWarning, match="3 made with another version of the template"):
             tune(task, 8, tuner="grid", db=db, measurer=again)
         assert again.measured == [0, 1, 2, 8, 9, 10, 11, 12]
-        assert db.count() == 16
+        assert db.count() == 1 + 16  # the fallback baseline, measured by the first run only
 
 
 @pytest.mark.slow
@@ -105,3 +114,48 @@ def test_tuning_with_the_real_measurer_on_a_local_ray(local_ray):
     assert result.trials == 8
     assert math.isfinite(result.best_cost) and result.best_gflops > 0
     assert result.best_config.space.fingerprint == task.config_space.fingerprint
+
+
+def logged_kinds(path) -> dict:
+    """What a tuning run of one task left in the log at `path`, without the values that
+    differ from run to run: the rows of each table, which columns each row fills, whether
+    each record is the fallback baseline, the run's options by name."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        def filled(table):
+            return [sorted(k for k in row.keys() if row[k] is not None)
+                    for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")]
+        task, = conn.execute("SELECT * FROM tasks")
+        fallback = Task(task["template"], json.loads(task["args"])).config_space.fallback()
+        run, = conn.execute("SELECT * FROM runs")
+        return {"tables": {t: filled(t) for t in ("tasks", "runs", "records")},
+                "fallback first": [r[0] == fallback.index for r in conn.execute(
+                    "SELECT config_index FROM records ORDER BY id")],
+                "errors": [r[0] for r in conn.execute("SELECT error_no FROM records")],
+                "run": (run["tuner"], run["trials"], sorted(json.loads(run["options"]))),
+                "records of the run": conn.execute(
+                    "SELECT COUNT(*) FROM records WHERE run_id = ?", (run["id"],)).fetchone()[0]}
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_tune_logs_the_same_kinds_of_records_as_the_command_line(local_ray, tmp_path):
+    task = Task("matmul", (16, 16, 16))
+    with Measurer(n_parallel=2) as measurer:
+        tune(task, 4, tuner="random", db=tmp_path / "api.db", measurer=measurer, seed=0,
+             batch_size=4)
+    cli = subprocess.run(
+        [str(Path(sys.executable).parent / "autosched"), "tune", "matmul", "16", "16", "16",
+         "--trials", "4", "--batch-size", "4", "--tuner", "random", "--seed", "0",
+         "--db", str(tmp_path / "cli.db")], capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    api, command_line = logged_kinds(tmp_path / "api.db"), logged_kinds(tmp_path / "cli.db")
+    assert api == command_line
+    # and what both hold: the fallback baseline, then the trials, all in one run
+    assert api["fallback first"] == [True, False, False, False, False]
+    assert api["errors"] == [0] * 5 and api["records of the run"] == 5
+    assert api["run"][:2] == ("random", 4)
+    assert {"uid", "verify_time", "run_time", "gflops", "run_id"} <= set(
+        api["tables"]["records"][0])

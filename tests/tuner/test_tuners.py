@@ -1,6 +1,6 @@
 """The tuners (random, grid, GA) against a fake measurer: none proposes a config twice,
 measured or in flight, a seed makes them deterministic, the GA climbs, and the shared
-loop stops early and calls back once per batch."""
+loop (tune()) stops early and calls back once per batch."""
 from __future__ import annotations
 
 import functools
@@ -9,11 +9,11 @@ import random
 import pytest
 
 from fake_measurer import FakeMeasurer, bowl_cost
-from tuner import MeasureInput, Task
+from tuner import MeasureInput, StopTuning, Task, tune
 from tuner.ga_tuner import GATuner
 from tuner.grid_search_tuner import GridSearchTuner
 from tuner.random_tuner import RandomTuner, random_unvisited
-from tuner.tuner_base import StopTuning
+from tuner.registry import TUNERS as REGISTERED
 
 TUNERS = {"random": RandomTuner, "grid": GridSearchTuner,
           "ga": functools.partial(GATuner, pop_size=20)}  # a pop_size that batches of 16 cut
@@ -32,7 +32,7 @@ def test_a_tuner_exhausts_the_space_never_proposing_a_config_twice(task, name):
     tuner.warm_start([MeasureInput(task, c) for c in before],
                      FakeMeasurer().measure([MeasureInput(task, c) for c in before]))
     measurer = FakeMeasurer()
-    result = tuner.tune(len(space) + 50, measurer, batch_size=16)
+    result = tune(task, len(space) + 50, tuner=tuner, measurer=measurer, batch_size=16)
     assert len(measurer.measured) == len(set(measurer.measured)) == len(space) - 100
     assert set(measurer.measured) | {c.index for c in before} == set(range(len(space)))
     assert result.trials == len(space) - 100
@@ -44,7 +44,7 @@ def test_a_tuner_exhausts_the_space_never_proposing_a_config_twice(task, name):
 def test_a_tuner_never_proposes_a_config_in_flight(task, name):
     tuner = TUNERS[name](task, seed=0)
     in_flight = tuner.next_batch(30)
-    tuner.visited.update(c.index for c in in_flight)  # as Tuner.tune does before measuring
+    tuner.visited.update(c.index for c in in_flight)  # as the loop does before measuring
     after = tuner.next_batch(30)
     assert len(in_flight) == len(after) == 30
     assert not {c.index for c in in_flight} & {c.index for c in after}
@@ -56,7 +56,7 @@ def test_the_same_seed_gives_the_same_proposals(task, name):
     runs = []
     for seed in (7, 7, 8):
         measurer = FakeMeasurer()
-        TUNERS[name](task, seed=seed).tune(100, measurer, batch_size=16)
+        tune(task, 100, tuner=TUNERS[name](task, seed=seed), measurer=measurer, batch_size=16)
         runs.append(measurer.measured)
     assert runs[0] == runs[1]
     if name != "grid":  # the grid's order does not depend on the seed
@@ -81,8 +81,8 @@ def fitness(config) -> float:
 def test_the_ga_breeds_fitter_generations_than_its_random_first_one(seed):
     task = Task("matmul", (16, 16, 16))  # 6000 configs
     measurer = FakeMeasurer()
-    result = GATuner(task, seed=seed, pop_size=16, elite_num=2).tune(160, measurer,
-                                                                     batch_size=16)
+    result = tune(task, 160, tuner=GATuner(task, seed=seed, pop_size=16, elite_num=2),
+                  measurer=measurer, batch_size=16)
     scores = [fitness(task.config_space.get(i)) for i in measurer.measured]
     first, last = scores[:16], scores[-48:]  # the random generation, the last three
     assert max(scores) > max(first)
@@ -93,7 +93,8 @@ def test_the_ga_breeds_fitter_generations_than_its_random_first_one(seed):
 def test_tuning_stops_after_early_stopping_trials_without_improvement(task):
     # grid order: the cost falls until config 19, then only rises
     measurer = FakeMeasurer(cost=lambda c: 1.0 + abs(c.index - 19))
-    result = GridSearchTuner(task).tune(500, measurer, early_stopping=8, batch_size=4)
+    result = tune(task, 500, tuner=GridSearchTuner(task), measurer=measurer, early_stopping=8,
+                  batch_size=4)
     assert result.trials == 28  # improved in the batch ending at 20; 8 more without
     assert measurer.measured == list(range(28))
     assert result.best_config.index == 19 and result.best_cost == 1.0
@@ -104,8 +105,8 @@ def test_callbacks_are_called_once_per_batch_with_its_inputs_and_results(task):
     calls = []
     measurer = FakeMeasurer()
     tuner = RandomTuner(task, seed=0)
-    result = tuner.tune(40, measurer, callbacks=[lambda *args: calls.append(args)],
-                        batch_size=16)
+    result = tune(task, 40, tuner=tuner, measurer=measurer,
+                  callbacks=[lambda *args: calls.append(args)], batch_size=16)
     assert [len(inputs) for _, inputs, _ in calls] == measurer.batches == [16, 16, 8]
     assert all(t is tuner and len(inputs) == len(results) for t, inputs, results in calls)
     assert [i.config.index for _, inputs, _ in calls for i in inputs] == measurer.measured
@@ -123,8 +124,8 @@ def test_a_callback_raising_stop_tuning_ends_the_run_after_its_batch(task):
         logged.extend(i.config.index for i in inputs)
 
     measurer = FakeMeasurer()
-    result = RandomTuner(task, seed=0).tune(100, measurer, callbacks=[stop_in_second_batch, log],
-                                            batch_size=16)
+    result = tune(task, 100, tuner=RandomTuner(task, seed=0), measurer=measurer,
+                  callbacks=[stop_in_second_batch, log], batch_size=16)
     assert measurer.batches == [16, 16]
     assert logged == measurer.measured  # the callback after the one that stopped still ran
     assert result.trials == 32 and [n for n, _ in result.history] == [16, 32]
@@ -136,3 +137,8 @@ def test_ga_rejects_bad_parameters(task):
         GATuner(task, pop_size=0)
     with pytest.raises(ValueError, match="mutation_prob"):
         GATuner(task, mutation_prob=1.5)
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_a_tuner_made_by_name_is_logged_under_that_name(task, name):
+    assert REGISTERED[name](task, seed=0).name == name

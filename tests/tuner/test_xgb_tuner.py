@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 
 from fake_measurer import FakeMeasurer
-from tuner import MeasureInput, Task
+from tuner import MeasureInput, Task, tune
 from tuner.random_tuner import RandomTuner
 from tuner.xgb_tuner import XGBTuner, diverse_pick
 
@@ -25,7 +25,8 @@ def gemm_cost(config) -> float | None:
         return None
     cost = 1 + 0.5 * abs(math.log2(rows * cols / 128))
     cost *= (1 + 0.3 * abs(math.log2(k) - 2)) * (1 + 0.2 * abs(math.log2(middle) - 3))
-    cost *= (1.0 if config["pack_b"].val else 1.4) * (1.0 if config["fuse_parallel"].val == 2 else 1.2)
+    cost *= 1.0 if config["pack_b"].val else 1.4
+    cost *= 1.0 if config["fuse_parallel"].val == 2 else 1.2
     cost *= 1 + 0.03 * (zlib.crc32(str(config.index).encode()) % 100) / 100
     return 1e-3 * cost
 
@@ -36,7 +37,7 @@ def test_it_never_proposes_a_config_twice_and_exhausts_the_space():
     assert size == 288
     measurer = FakeMeasurer(gemm_cost)
     t = XGBTuner(task, seed=0, plan_size=16)
-    result = t.tune(size + 50, measurer, batch_size=16)
+    result = tune(task, size + 50, tuner=t, measurer=measurer, batch_size=16)
     assert result.trials == size and not t.has_next()
     assert sorted(measurer.measured) == list(range(size))
     assert t.next_batch(4) == []
@@ -47,7 +48,7 @@ def test_it_repeats_itself_under_a_seed():
     runs = []
     for _ in range(2):
         measurer = FakeMeasurer(gemm_cost)
-        XGBTuner(task, seed=7).tune(48, measurer, batch_size=16)
+        tune(task, 48, tuner=XGBTuner(task, seed=7), measurer=measurer, batch_size=16)
         runs.append(measurer.measured)
     assert runs[0] == runs[1] and len(set(runs[0])) == 48
 
@@ -58,9 +59,10 @@ def test_it_finds_a_near_optimal_config_in_a_small_share_of_the_space():
     assert len(space) == 3840
     optimum = min(c for c in map(gemm_cost, space) if c is not None)
     trials = 96
-    xgb = [XGBTuner(task, seed=s).tune(trials, FakeMeasurer(gemm_cost)).best_cost for s in range(3)]
-    rnd = [RandomTuner(task, seed=s).tune(trials, FakeMeasurer(gemm_cost)).best_cost
-           for s in range(3)]
+    xgb = [tune(task, trials, tuner=XGBTuner(task, seed=s), measurer=FakeMeasurer(gemm_cost))
+           .best_cost for s in range(3)]
+    rnd = [tune(task, trials, tuner=RandomTuner(task, seed=s), measurer=FakeMeasurer(gemm_cost))
+           .best_cost for s in range(3)]
     assert all(cost <= 1.1 * optimum for cost in xgb), (xgb, optimum)
     assert max(xgb) < statistics.median(rnd), (xgb, rnd)
 
@@ -74,7 +76,7 @@ def test_the_diversity_filter_spreads_a_batch_over_knob_values():
 
     task = Task("matmul", (512, 512, 512))
     t = XGBTuner(task, seed=0)
-    t.tune(32, FakeMeasurer(gemm_cost))
+    tune(task, 32, tuner=t, measurer=FakeMeasurer(gemm_cost))
     batch = [c.knob_indices for c in t.next_batch(16)]
     varied = [k for k in range(len(batch[0])) if len({b[k] for b in batch}) > 1]
     assert len(varied) >= 3, batch
@@ -84,7 +86,7 @@ def test_warm_start_trains_the_model_and_never_reproposes_the_log():
     task = Task("matmul", (8, 8, 8))
     first = XGBTuner(task, seed=1)
     measurer = FakeMeasurer(gemm_cost)
-    first.tune(32, measurer)
+    tune(task, 32, tuner=first, measurer=measurer)
     inputs = [inp for inp, _ in first.measured]
     results = [res for _, res in first.measured]
 
@@ -94,7 +96,7 @@ def test_warm_start_trains_the_model_and_never_reproposes_the_log():
     assert resumed.best_cost == first.best_cost
     logged = {inp.config.index for inp in inputs}
     again = FakeMeasurer(gemm_cost)
-    resumed.tune(64, again)
+    tune(task, 64, tuner=resumed, measurer=again)
     assert not logged & set(again.measured) and len(set(again.measured)) == 64
 
 
@@ -106,14 +108,14 @@ def test_transfer_gives_the_model_a_base_from_other_tasks():
     t = XGBTuner(Task("matmul", (8, 8, 8)), seed=0)
     t.transfer(inputs, results)
     assert t.model.base_booster is not None
-    assert t.tune(96, FakeMeasurer(gemm_cost)).trials == 96
+    assert tune(t.task, 96, tuner=t, measurer=FakeMeasurer(gemm_cost)).trials == 96
 
 
 def test_a_model_guided_batch_on_matmul_512_is_new_and_distinct():
     # (its time is measured in benchmarks/, not asserted here)
     task = Task("matmul", (512, 512, 512))
     t = XGBTuner(task, seed=0)
-    t.tune(64, FakeMeasurer(gemm_cost))
+    tune(task, 64, tuner=t, measurer=FakeMeasurer(gemm_cost))
     batch = t.next_batch(16)
     assert t.model.booster is not None
     assert len({c.index for c in batch}) == 16 and not {c.index for c in batch} & t.visited

@@ -33,7 +33,7 @@ def bench(template, args, db_path, target, repeat, as_json):
     task = make_task(template, args, target)
     with open_log(db_path) as db:
         best = db.best(task)
-    from tuner.runner import expected_outputs, random_inputs
+    from tuner.verify import expected_outputs, random_inputs
     inputs_t, outputs_t = task.tensors()
     inputs = random_inputs(inputs_t)
     expected = expected_outputs(task, inputs)
@@ -84,7 +84,7 @@ def bench(template, args, db_path, target, repeat, as_json):
 def _bench_kernel(task, name: str, config, inputs, expected, repeat: int) -> dict:
     """Build `config`, check its outputs against `expected` and time it in native code."""
     import compiler
-    from tuner.runner import mismatch, unwritten
+    from tuner.verify import mismatch, unwritten
     row = {"name": name, "seconds": None, "correct": False, "note": ""}
     try:
         s, tensors = task.instantiate(config)
@@ -106,7 +106,7 @@ def _bench_function(name: str, fn, expected, repeat: int) -> dict:
     a warm-up call, then `repeat` measurements of enough calls to last BENCH_MIN_SECONDS;
     check its output against `expected`."""
     import numpy as np
-    from tuner.runner import mismatch
+    from tuner.verify import mismatch
     start = time.perf_counter()
     got = fn()
     first = time.perf_counter() - start

@@ -145,10 +145,11 @@ def log_failures(spec, task_id, target, db_path, as_json):
 @db_option
 def log_export(spec, task_id, target, output, best_only, db_path):
     """Write records as JSON lines (every task, or the one named)."""
+    from records import export_jsonl
     with open_log(db_path) as db:
         task = select_task(db, spec, task_id, target) if spec or task_id is not None else None
         out = output or click.get_text_stream("stdout")
-        n = db.export_jsonl(out, best_only=best_only, task=task)
+        n = export_jsonl(db, out, best_only=best_only, task=task)
     click.echo(f"exported {n} record(s){' to ' + output if output else ''}", err=True)
 
 
@@ -160,10 +161,10 @@ def log_export(spec, task_id, target, output, best_only, db_path):
 def log_import(source, strict, db_path, as_json):
     """Add the records of a JSONL file to the log (created if missing); bad lines are
     reported by number."""
-    from records import RecordsError
+    from records import RecordsError, import_jsonl
     with open_log(db_path, create=True) as db:
         try:
-            report = db.import_jsonl(source, strict=strict)
+            report = import_jsonl(db, source, strict=strict)
         except RecordsError as err:
             raise BadInput(str(err)) from None
     if as_json:
@@ -181,9 +182,10 @@ def log_import(source, strict, db_path, as_json):
 @json_option
 def log_merge(other, db_path, as_json):
     """Add every task and record of another tuning log file (created if missing)."""
+    from records import merge
     open_log(other).close()  # a file that is not a log is refused before ours is touched
     with open_log(db_path, create=True) as db:
-        added = db.merge(other)
+        added = merge(db, other)
     if as_json:
         return print_json({"merged": added, "from": other})
     click.echo(f"merged {added} new record(s) from {other} into {db_path}")
