@@ -1,5 +1,5 @@
 """lower() and build(): the compile flow from a schedule to loop IR and to native code
-(DESIGN.md, "The two flows")."""
+(docs/architecture.md, "The flows")."""
 from __future__ import annotations
 
 from .codegen.compile import compile_module, compile_object

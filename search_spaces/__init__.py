@@ -1,5 +1,5 @@
 """Search spaces: the knobs a template exposes, the configs that set them, and which
-config a template gets (DESIGN.md: tuner -> records -> search_spaces -> compiler).
+config a template gets (docs/architecture.md: tuner -> records -> search_spaces -> compiler).
 
     from search_spaces import template
     @template("matmul")

@@ -1,6 +1,6 @@
 """The tuner: tasks, measurement on Ray (parallel builds, one timing at a time per host,
 every candidate checked against numpy), the tuners and their XGBoost cost model
-(DESIGN.md: tuner -> records -> search_spaces -> compiler).
+(docs/architecture.md: tuner -> records -> search_spaces -> compiler).
 
     from tuner import Task, tune
     task = Task("matmul", (512, 512, 512))
