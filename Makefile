@@ -1,5 +1,6 @@
 # The commands the README promises: `make demo` runs the main job (a short real tuning run,
-# then the best config it found and a benchmark of it), `make test` runs the tests.
+# then the best config it found and a benchmark of it), `make test` runs the linter (ruff,
+# configured in pyproject.toml) and the tests.
 # Both create .venv on first use and are quick afterwards (pip runs only when pyproject.toml changed).
 PYTHON ?= python3.11
 VENV := .venv
@@ -25,6 +26,7 @@ demo-compiler: $(VENV)/.installed
 	$(PY) examples/compiler_demo.py
 
 test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 clean:

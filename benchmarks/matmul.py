@@ -78,10 +78,12 @@ def main():
 
     print(f"matmul {n}x{n}x{n} float32, {cores} threads, target {compiler.Target('llvm')}")
     print(f"  ours                         {gf(ours_s):7.1f} GFLOPS  ({ours_s * 1e3:.2f} ms)")
-    print(f"  numpy (OpenBLAS default)     {gf(numpy_s):7.1f} GFLOPS  ratio ours/numpy = {statistics.median(vs_numpy):.2f} (median of per-round ratios)")
+    print(f"  numpy (OpenBLAS default)     {gf(numpy_s):7.1f} GFLOPS  ratio ours/numpy = "
+          f"{statistics.median(vs_numpy):.2f} (median of per-round ratios)")
     print(f"  numpy (OPENBLAS_CORETYPE=SKYLAKEX, subprocess) {gf(skx_s):7.1f} GFLOPS  "
           f"ratio ours/numpy-avx512 = {skx_s / ours_s:.2f}")
-    print(f"  ours on 1 thread             {gf(one_s):7.1f} GFLOPS  scaling {cores} vs 1 thread = {statistics.median(scaling):.2f}x (median of per-round ratios)")
+    print(f"  ours on 1 thread             {gf(one_s):7.1f} GFLOPS  scaling {cores} vs 1 "
+          f"thread = {statistics.median(scaling):.2f}x (median of per-round ratios)")
     print(f"  build time (lower + passes + LLVM + JIT): median {statistics.median(builds):.3f} s "
           f"(min {min(builds):.3f}, max {max(builds):.3f})")
 

@@ -10,7 +10,8 @@ Prints, in one run:
   with min_repeat_ms=100, measured in batches as a tuner would, split into the build
   phase, verification, timing and the rest (Ray calls, loading, warm-up, waiting).
 
-    .venv/bin/python benchmarks/measure.py [--candidates 64] [--batch 16] [--repeat 1] [--early-cutoff 10]
+    .venv/bin/python benchmarks/measure.py [--candidates 64] [--batch 16] [--repeat 1]
+                                           [--early-cutoff 10]
                                   [--noise-repeat 1 10]
 """
 from __future__ import annotations
@@ -51,7 +52,8 @@ def noise_and_agreement(m: Measurer, opt) -> None:
     cv = lambda xs: statistics.pstdev(xs) / statistics.fmean(xs)  # noqa: E731
     ratio = statistics.median(r / x for r, x in zip(runner, local))
     print(f"noise: matmul 512^3 fallback config timed 20 times through the runner "
-          f"(repeat={m.options['repeat']}, min_repeat_ms=100): median {statistics.median(runner) * 1e3:.3f} ms, "
+          f"(repeat={m.options['repeat']}, min_repeat_ms=100): "
+          f"median {statistics.median(runner) * 1e3:.3f} ms, "
           f"CV {cv(runner) * 100:.2f}%  (the same build in this process, interleaved: "
           f"CV {cv(local) * 100:.2f}%)")
     print(f"agreement: in-process time_evaluator median {statistics.median(local) * 1e3:.3f} ms; "

@@ -76,13 +76,15 @@ def main():
                    for t in tensors[:-1]]
             out = np.full([d.value for d in tensors[-1].shape], np.nan, "float32")
             f(*ins, out)
-            expected = ref(*[x.astype("float64") for x in ins], **({"args": args} if "conv" in name else {}))
+            extra = {"args": args} if "conv" in name else {}
+            expected = ref(*[x.astype("float64") for x in ins], **extra)
             checked += 1
             if not np.allclose(out, expected, rtol=1e-4, atol=1e-4):
                 wrong.append((name, args, cfg))
         print(f"{name}{args}: space {len(space)}, {per_case} configs", flush=True)
     print(f"checked {checked} configs over {len(cases)} workloads of {len(WORKLOADS)} templates "
-          f"in {time.perf_counter() - start:.0f} s: {len(wrong)} wrong, {len(failed)} failed to build")
+          f"in {time.perf_counter() - start:.0f} s: {len(wrong)} wrong, "
+          f"{len(failed)} failed to build")
     for item in wrong[:10] + failed[:10]:
         print("  ", item)
     sys.exit(1 if wrong or failed else 0)

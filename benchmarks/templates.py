@@ -29,7 +29,8 @@ HAND_MATMUL = {"tile_x": [-1, 1, 8], "tile_y": [-1, 32], "tile_k": [-1, 4], "pac
 
 
 def seconds(name, args, cfg, arrays) -> float:
-    return build(name, args, cfg).time_evaluator(number=1, repeat=5, min_repeat_ms=50)(*arrays).median
+    timer = build(name, args, cfg).time_evaluator(number=1, repeat=5, min_repeat_ms=50)
+    return timer(*arrays).median
 
 
 def best_of(name, args, configs, arrays) -> tuple[float, object]:

@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 _OPTIONS = ("mcpu", "mtriple", "mattr", "num-cores")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _host_features() -> str:
     """LLVM's feature string of the host CPU, asked once per process."""
     return llvm.get_host_cpu_features().flatten()
@@ -31,7 +31,7 @@ class Target:
     features: str
     num_cores: int
 
-    def __init__(self, spec: "str | Target" = "llvm"):
+    def __init__(self, spec: str | Target = "llvm"):
         if isinstance(spec, Target):
             for name in ("kind", "mcpu", "mtriple", "features", "num_cores"):
                 object.__setattr__(self, name, getattr(spec, name))

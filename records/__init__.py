@@ -1,6 +1,6 @@
 """The tuning log: measured configs in one SQLite file, best-config lookup at build time,
-JSON lines import / export (docs/architecture.md: tuner -> records -> search_spaces -> compiler; this
-layer never imports Ray or a tuner).
+JSON lines import / export (docs/architecture.md: tuner -> records -> search_spaces ->
+compiler; this layer never imports Ray or a tuner).
 
     db = records.Database("tune.db")
     db.add(task, inputs, results)            # one transaction per measured batch

@@ -74,7 +74,7 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
             self._best[workload] = config
         return self._best[workload]
 
-    def __enter__(self) -> "ApplyHistoryBest":
+    def __enter__(self) -> ApplyHistoryBest:
         if self._owns and self.database is None:  # entered again after being left
             self.database = Database(self.path)
         self._depth += 1

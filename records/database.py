@@ -118,7 +118,7 @@ class Database:
         """Close the file (every batch added is committed already)."""
         self.conn.close()
 
-    def __enter__(self) -> "Database":
+    def __enter__(self) -> Database:
         return self
 
     def __exit__(self, *exc_info):
@@ -410,7 +410,7 @@ def _current_version(task_row: dict) -> str:
 
 def _fits(record: Record) -> bool:
     try:
-        record.config
+        _ = record.config  # decoding the knobs against the space is the check
         return True
     except SpaceError as err:
         warnings.warn(f"record {record.id} of {record.template}{record.args} no longer fits "

@@ -43,7 +43,7 @@ class Record:
     run_id: int | None
 
     @classmethod
-    def from_row(cls, row: dict) -> "Record":
+    def from_row(cls, row: dict) -> Record:
         """A Record from a row of `records` joined with its task's template, args, target."""
         return cls(
             id=row["id"], template=row["template"], args=decode_args(row["args"]),

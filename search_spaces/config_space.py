@@ -119,7 +119,7 @@ class ConfigSpace:
 
     # ------------------------------------------------------------------ the whole space
 
-    def complete(self) -> "ConfigSpace":
+    def complete(self) -> ConfigSpace:
         """End the definitions (the registry calls it after the template ran); returns self."""
         self._complete = True
         return self
@@ -156,7 +156,7 @@ class ConfigSpace:
             scale *= len(knob)
         return index
 
-    def get(self, index: int) -> "ConfigEntity":
+    def get(self, index: int) -> ConfigEntity:
         """The config at `index` (0 <= index < len(self))."""
         return ConfigEntity(self, index)
 
@@ -164,7 +164,7 @@ class ConfigSpace:
         """Every config in index order, made one at a time."""
         return (ConfigEntity(self, i) for i in range(len(self)))
 
-    def sample(self, n: int, seed: int | None = None) -> list["ConfigEntity"]:
+    def sample(self, n: int, seed: int | None = None) -> list[ConfigEntity]:
         """`n` distinct configs drawn at random (all of them, shuffled, when n >= len);
         the same `seed` gives the same list. The product of the knobs is never built."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -172,7 +172,7 @@ class ConfigSpace:
         picks = random.Random(seed).sample(range(len(self)), min(n, len(self)))
         return [ConfigEntity(self, i) for i in picks]
 
-    def neighbours(self, config: "ConfigEntity") -> list["ConfigEntity"]:
+    def neighbours(self, config: ConfigEntity) -> list[ConfigEntity]:
         """The configs that differ from `config` in one knob by one step of that knob
         (see each knob space's `neighbours`), for local search."""
         self.check(config)
@@ -183,7 +183,7 @@ class ConfigSpace:
                     positions[:k] + (j,) + positions[k + 1:])))
         return out
 
-    def fallback(self) -> "FallbackConfig":
+    def fallback(self) -> FallbackConfig:
         """The config used when nothing was tuned: each knob at its fallback value."""
         return FallbackConfig(self, self.knob2point(
             knob.fallback_index for knob in self.space_map.values()))
@@ -260,7 +260,7 @@ class ConfigEntity:
         """Check that knob `name` is in the space (see ConfigSpace.define_knob)."""
         self.space.knob(name)
 
-    def neighbours(self) -> list["ConfigEntity"]:
+    def neighbours(self) -> list[ConfigEntity]:
         """See ConfigSpace.neighbours."""
         return self.space.neighbours(self)
 
@@ -270,7 +270,7 @@ class ConfigEntity:
                 "knobs": {name: e.to_json() for name, e in self.entity_map.items()}}
 
     @classmethod
-    def from_json(cls, space: ConfigSpace, data) -> "ConfigEntity":
+    def from_json(cls, space: ConfigSpace, data) -> ConfigEntity:
         """The config of `space` that `data` (from to_json) describes. A SpaceError
         names a version mismatch, a missing or unknown knob, a value outside its knob."""
         if not isinstance(data, dict) or not isinstance(data.get("knobs"), dict):

@@ -17,7 +17,7 @@ from .config_space import ConfigEntity
 _local = threading.local()
 
 
-def _stack() -> list["DispatchContext"]:
+def _stack() -> list[DispatchContext]:
     """This thread's entered contexts, outermost first: one thread's `with` does not
     change the configs another thread's templates get."""
     if not hasattr(_local, "stack"):
@@ -34,7 +34,7 @@ class DispatchContext:
         the choice to the outer contexts and finally to the fallback."""
         raise NotImplementedError
 
-    def __enter__(self) -> "DispatchContext":
+    def __enter__(self) -> DispatchContext:
         _stack().append(self)
         return self
 
@@ -45,7 +45,7 @@ class DispatchContext:
         stack.pop()
 
     @staticmethod
-    def current() -> "DispatchContext":
+    def current() -> DispatchContext:
         """The innermost context entered on this thread, else the default FallbackContext."""
         stack = _stack()
         return stack[-1] if stack else _DEFAULT

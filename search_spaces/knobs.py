@@ -12,7 +12,8 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+from collections.abc import Callable
 
 from compiler.arith.simplify import simplify
 from compiler.ir.expr import IntImm
@@ -142,7 +143,7 @@ class SplitSpace(KnobSpace):
     def create(cls, name: str, extent, num_outputs: int = 2, policy: str = "factors",
                max_factor: int | None = None, candidate=None,
                filter: Callable[[SplitEntity], bool] | None = None,
-               fallback=None) -> "SplitSpace":
+               fallback=None) -> SplitSpace:
         """The space of define_split; see ConfigSpace.define_split for the parameters."""
         extent = _const_extent(name, extent)
         if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 2:
@@ -227,7 +228,7 @@ class ReorderSpace(KnobSpace):
 
     @classmethod
     def create(cls, name: str, axes, policy: str = "all", candidate=None,
-               fallback=None) -> "ReorderSpace":
+               fallback=None) -> ReorderSpace:
         """The space of define_reorder; see ConfigSpace.define_reorder for the parameters."""
         if not isinstance(axes, (list, tuple)) or not axes:
             raise _error(name, f"reorder needs a non-empty list of axes, got {axes!r}")
@@ -290,7 +291,7 @@ class AnnotateSpace(KnobSpace):
 
     @classmethod
     def create(cls, name: str, axes, policy: str = "try_unroll",
-               fallback=None) -> "AnnotateSpace":
+               fallback=None) -> AnnotateSpace:
         """The space of define_annotate; see ConfigSpace.define_annotate."""
         if not isinstance(axes, (list, tuple)) or not axes:
             raise _error(name, f"annotate needs a non-empty list of axes, got {axes!r}")
@@ -331,7 +332,7 @@ class OtherOptionSpace(KnobSpace):
         return (type(value) is bool, value)
 
     @classmethod
-    def create(cls, name: str, values, fallback=None) -> "OtherOptionSpace":
+    def create(cls, name: str, values, fallback=None) -> OtherOptionSpace:
         """The space of define_knob; see ConfigSpace.define_knob."""
         if not isinstance(values, (list, tuple)) or not values:
             raise _error(name, f"define_knob needs a non-empty list of values, got {values!r}")

@@ -16,14 +16,14 @@ import inspect
 import marshal
 import typing
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from .errors import SpaceError, did_you_mean
 from .config_space import ConfigSpace
 
-_TEMPLATES: dict[str, "Template"] = {}
+_TEMPLATES: dict[str, Template] = {}
 _PLAIN = (bool, int, float, str, type(None))
 
 

@@ -56,7 +56,7 @@ KINDS = ("itervar", "knob")
 # ------------------------------------------------------------------ knob features
 
 _ANNOTATION_CODES = {"none": 0.0, "unroll": 1.0, "vec": 2.0}
-_knob_tables: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_knob_tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _is_number(v) -> bool:
@@ -112,7 +112,7 @@ def knob_features(configs) -> np.ndarray:
 
 # ------------------------------------------------------------------ itervar features
 
-_layouts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _buffer_names(task) -> tuple[str, ...]:

@@ -77,7 +77,7 @@ class Measurer:
 
     # ------------------------------------------------------------------ lifetime
 
-    def __enter__(self) -> "Measurer":
+    def __enter__(self) -> Measurer:
         self.start()
         return self
 

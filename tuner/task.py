@@ -84,7 +84,7 @@ class Task:
                 "args": list(self.args), "target": _spelled_out(self.target)}
 
     @classmethod
-    def from_spec(cls, spec: dict) -> "Task":
+    def from_spec(cls, spec: dict) -> Task:
         """The Task that `spec()` describes; imports the template's module first."""
         _import_template_module(spec["module"], spec.get("path"))
         return cls(spec["template"], tuple(spec["args"]), spec["target"])

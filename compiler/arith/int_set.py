@@ -20,15 +20,15 @@ class IntervalSet:
     max: E.Expr | None
 
     @staticmethod
-    def point(e: E.Expr) -> "IntervalSet":
+    def point(e: E.Expr) -> IntervalSet:
         return IntervalSet(e, e)
 
     @staticmethod
-    def from_range(r: Range, bounds: Bounds | None = None) -> "IntervalSet":
+    def from_range(r: Range, bounds: Bounds | None = None) -> IntervalSet:
         return IntervalSet(r.min, simplify(r.min + r.extent - 1, bounds))
 
     @staticmethod
-    def everything() -> "IntervalSet":
+    def everything() -> IntervalSet:
         return IntervalSet(None, None)
 
     def is_point(self) -> bool:

@@ -113,7 +113,7 @@ class Linear:
     def __init__(self, dtype: str):
         self.dtype, self.terms, self.const = dtype, {}, 0
 
-    def add(self, e: E.Expr, scale: int) -> "Linear":
+    def add(self, e: E.Expr, scale: int) -> Linear:
         match e:
             case E.IntImm(value=v):
                 self.const += scale * v

@@ -91,8 +91,10 @@ class CodeGenLLVM:
         b = ir.IRBuilder(packed.append_basic_block("entry"))
         args = []
         for pos, ty in enumerate(fn.function_type.args):
-            slot = b.load(b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64), typ=I64)
-            args.append(b.inttoptr(slot, PTR) if ty == PTR else b.trunc(slot, ty) if ty != I64 else slot)
+            slot = b.load(b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64),
+                          typ=I64)
+            args.append(b.inttoptr(slot, PTR) if ty == PTR
+                        else b.trunc(slot, ty) if ty != I64 else slot)
         b.ret(b.call(fn, args))
 
     def add_metadata(self, meta: dict) -> None:
@@ -126,7 +128,9 @@ class CodeGenLLVM:
 
     def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
         g = self.module.globals.get(name)
-        return g if g is not None else ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        if g is not None:
+            return g
+        return ir.Function(self.module, ir.FunctionType(ret, args), name=name)
 
     def _fail_if(self, cond: ir.Value, code: ir.Value) -> None:
         fail = self.fn.append_basic_block("fail")
@@ -204,13 +208,14 @@ class CodeGenLLVM:
         values and buffers the body uses from outside."""
         used_vars = list(dict.fromkeys(v for v in collect(loop, lambda n: isinstance(n, E.Var))
                                        if v in self.env))
-        used_bufs = list(dict.fromkeys(n.buffer for n in collect(loop, lambda n: isinstance(n, (Load, Store)))
-                                       if n.buffer in self.bufs))
+        accesses = collect(loop, lambda n: isinstance(n, (Load, Store)))
+        used_bufs = list(dict.fromkeys(n.buffer for n in accesses if n.buffer in self.bufs))
         values = [self.env[v] for v in used_vars] + [self.bufs[buf] for buf in used_bufs]
         sty = ir.LiteralStructType([v.type for v in values])
         closure = self._alloca(sty, "closure")
         for pos, v in enumerate(values):
-            self.builder.store(v, self.builder.gep(closure, [I32(0), I32(pos)], inbounds=True, source_etype=sty))
+            self.builder.store(v, self.builder.gep(closure, [I32(0), I32(pos)], inbounds=True,
+                                                   source_etype=sty))
 
         outer = (self.fn, self.entry, self.builder, self.env, self.bufs)
         self._outlined += 1
@@ -220,8 +225,9 @@ class CodeGenLLVM:
         self._begin(body_fn)
         self.in_parallel = True
         b = self.builder
-        loaded = [b.load(b.gep(body_fn.args[2], [I32(0), I32(pos)], inbounds=True, source_etype=sty),
-                         typ=v.type) for pos, v in enumerate(values)]
+        loaded = [b.load(b.gep(body_fn.args[2], [I32(0), I32(pos)], inbounds=True,
+                               source_etype=sty), typ=v.type)
+                  for pos, v in enumerate(values)]
         self.env = dict(zip(used_vars, loaded))
         self.bufs = dict(zip(used_bufs, loaded[len(used_vars):]))
         ty = llvm_type(loop.loop_var.dtype)
@@ -238,7 +244,8 @@ class CodeGenLLVM:
         # in the function the loop came from: pointers loaded from the closure carry no
         # aliasing facts, and without them LLVM keeps every access in memory. It is
         # inlined into the task, where the facts survive as alias scopes.
-        chunk_fn = ir.Function(self.module, ir.FunctionType(I32, [v.type for v in values] + [ty, ty]),
+        chunk_fn = ir.Function(self.module,
+                               ir.FunctionType(I32, [v.type for v in values] + [ty, ty]),
                                name=f"{self.fname}_par{self._outlined}_chunk")
         chunk_fn.linkage = "internal"
         chunk_fn.attributes.add("alwaysinline")
@@ -272,12 +279,13 @@ class CodeGenLLVM:
         size = _elem_bytes(buf.dtype) * elems.value if isinstance(elems, E.IntImm) else None
         outer = self.bufs.get(buf)
         if size is not None and size <= STACK_LIMIT:
-            self.bufs[buf] = self._alloca(ir.ArrayType(llvm_type(buf.dtype, memory=True), elems.value),
-                                          buf.name)
+            array = ir.ArrayType(llvm_type(buf.dtype, memory=True), elems.value)
+            self.bufs[buf] = self._alloca(array, buf.name)
             self.stmt(body)
         else:
             b = self.builder
-            n = self._int_as(self.expr(elems), I64) if not isinstance(elems, E.IntImm) else I64(elems.value)
+            n = (I64(elems.value) if isinstance(elems, E.IntImm)
+                 else self._int_as(self.expr(elems), I64))
             # A region past the end of a split can be empty (even negative): nothing is
             # computed there, but the allocation must still succeed.
             n = b.select(b.icmp_signed("<", n, I64(1)), I64(1), n)
@@ -298,8 +306,9 @@ class CodeGenLLVM:
     def _ptr(self, buf, index: ir.Value) -> ir.Value:
         if buf not in self.bufs:
             raise BuildError(f"{self.fname}: buffer {buf.name} is used outside its allocation")
-        return self.builder.gep(self.bufs[buf], [self.builder.sext(index, I64) if index.type != I64 else index],
-                                inbounds=True, source_etype=llvm_type(buf.dtype, memory=True))
+        index = self.builder.sext(index, I64) if index.type != I64 else index
+        return self.builder.gep(self.bufs[buf], [index], inbounds=True,
+                                source_etype=llvm_type(buf.dtype, memory=True))
 
     def _contiguous(self, idx) -> bool:
         return isinstance(idx, Ramp) and isinstance(idx.stride, E.IntImm) and idx.stride.value == 1
@@ -398,7 +407,9 @@ class CodeGenLLVM:
             return v
         if d == "bool":
             zero = ir.Constant(v.type, None)
-            return b.fcmp_unordered("!=", v, zero) if E.is_float(s) else b.icmp_unsigned("!=", v, zero)
+            if E.is_float(s):
+                return b.fcmp_unordered("!=", v, zero)
+            return b.icmp_unsigned("!=", v, zero)
         if s == "bool":
             return b.uitofp(v, ty) if E.is_float(d) else b.zext(v, ty)
         if E.is_float(s) and E.is_float(d):

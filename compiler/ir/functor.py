@@ -8,14 +8,14 @@ expr.py, for Var.
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
-from typing import Callable
+from functools import cache
+from collections.abc import Callable
 
 from .expr import Var
 from .node import Node
 
 
-@lru_cache(maxsize=None)
+@cache
 def _child_fields(cls) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.name != "dtype")
 

@@ -97,7 +97,8 @@ class _Emitter:
                     self.stmt(x, ind)
             case S.For(loop_var=v, min=lo, extent=ext, body=body):
                 lo_s = self.expr(lo)
-                self.lines.append(f"{ind}for {self.expr(v)} in range({lo_s}, {lo_s} + {self.expr(ext)}):")
+                self.lines.append(
+                    f"{ind}for {self.expr(v)} in range({lo_s}, {lo_s} + {self.expr(ext)}):")
                 self.stmt(body, ind + "    ")
                 self.lines.append(f"{ind}    pass")
             case S.Store(buffer=b, index=i, value=v):

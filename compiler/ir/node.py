@@ -10,7 +10,7 @@ registered before any node exists.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 _printer: Callable[[object], str] | None = None
 

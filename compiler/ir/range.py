@@ -20,7 +20,7 @@ class Range(Node):
     extent: Expr
 
     @staticmethod
-    def make(lo, hi) -> "Range":
+    def make(lo, hi) -> Range:
         """The range [lo, hi), as reduce_axis((lo, hi)) states it."""
         lo = convert(lo)
         return Range(lo, simplify(convert(hi) - lo))

@@ -165,9 +165,11 @@ class Module:
         measurements. Returns a ProfileResult with .mean, .median and .results.
         """
         for knob, value, least in (("number", number, 1), ("repeat", repeat, 1),
-                                   ("min_repeat_ms", min_repeat_ms, 0), ("cooldown_ms", cooldown_ms, 0)):
+                                   ("min_repeat_ms", min_repeat_ms, 0),
+                                   ("cooldown_ms", cooldown_ms, 0)):
             if not isinstance(value, int) or value < least:
-                raise ValueError(f"time_evaluator: {knob} must be an integer >= {least}, got {value!r}")
+                raise ValueError(f"time_evaluator: {knob} must be an integer >= {least}, "
+                                 f"got {value!r}")
 
         def evaluate(*arrays) -> ProfileResult:
             packed = self._pack(arrays)

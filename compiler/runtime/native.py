@@ -82,11 +82,12 @@ def time_native(fn_address: int, args_address: int, number: int, repeat: int,
                 min_repeat_ms: int, cooldown_ms: int = 0, warmup: bool = True) -> list[float]:
     """Time the kernel at `fn_address` (an `i32 (ptr args)`) with `autosched_time`.
 
-    Follows TVM's time_evaluator: one warm-up call (skipped when not `warmup`), then `repeat` measurements of
-    `number` calls each; a measurement shorter than `min_repeat_ms` is redone with a
-    larger number, kept for later repeats.  `cooldown_ms` (default 0) is slept between
-    repeats.  `args_address` points at the kernel's packed i64 arguments.  Returns
-    seconds per call, one entry per repeat.  The GIL is released for the whole loop.
+    Follows TVM's time_evaluator: one warm-up call (skipped when not `warmup`), then
+    `repeat` measurements of `number` calls each; a measurement shorter than
+    `min_repeat_ms` is redone with a larger number, kept for later repeats.
+    `cooldown_ms` (default 0) is slept between repeats. `args_address` points at the
+    kernel's packed i64 arguments. Returns seconds per call, one entry per repeat. The GIL
+    is released for the whole loop.
     Raises RuntimeError with the code if the kernel returns nonzero.
     """
     if number < 1 or repeat < 1:

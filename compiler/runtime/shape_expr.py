@@ -10,7 +10,7 @@ is loaded: metadata is data read from a file, and is never executed.
 from __future__ import annotations
 
 import operator
-from typing import Collection
+from collections.abc import Collection
 
 from ..errors import BuildError, ModuleFormatError
 from ..ir import expr as E

@@ -147,7 +147,7 @@ class Schedule:
 
     # ------------------------------------------------------------------ normalize
 
-    def normalize(self) -> "Schedule":
+    def normalize(self) -> Schedule:
         """Rebase loops whose domain does not start at 0 (e.g. reduce_axis((1, 5))), so
         every loop made from a static domain starts at 0."""
         for st in self.stages:

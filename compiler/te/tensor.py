@@ -17,7 +17,7 @@ from ..ir.reduce import Reduce
 
 DATA_PAR, REDUCE = "data_par", "reduce"
 # Vars of reduce axes, so that compute() can reject one used outside its reduction.
-REDUCE_VARS: "weakref.WeakSet[Var]" = weakref.WeakSet()
+REDUCE_VARS: weakref.WeakSet[Var] = weakref.WeakSet()
 
 _ARITH = ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv",
           "mod", "rmod", "truediv", "rtruediv", "lt", "le", "gt", "ge", "neg")
@@ -55,10 +55,10 @@ class Operation:
 
     name: str
 
-    def output(self, index: int = 0) -> "Tensor":
+    def output(self, index: int = 0) -> Tensor:
         return self.outputs[index]
 
-    def input_tensors(self) -> list["Tensor"]:
+    def input_tensors(self) -> list[Tensor]:
         return []
 
     def __repr__(self):
@@ -87,7 +87,7 @@ class ComputeOp(Operation):
     def root_iter_vars(self) -> list[IterVar]:
         return self.axis + self.reduce_axis
 
-    def input_tensors(self) -> list["Tensor"]:
+    def input_tensors(self) -> list[Tensor]:
         seen = {}
         for load in collect(self.body, lambda e: isinstance(e, ProducerLoad)):
             seen.setdefault(load.producer, None)
@@ -110,7 +110,7 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def __getitem__(self, indices) -> "ProducerLoad":
+    def __getitem__(self, indices) -> ProducerLoad:
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) != len(self.shape):

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir.module import IRModule
 from ..ir.stmt import PrimFunc

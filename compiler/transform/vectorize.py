@@ -54,7 +54,8 @@ def _affine(cls, a: E.Expr, b: E.Expr) -> E.Expr | None:
         if ra and sb is not None:
             return Ramp(simplify(cls(a.base, sb)), a.stride, a.lanes)
         if rb and sa is not None:
-            stride = b.stride if cls is E.Add else simplify(E.Sub(E.const(0, b.stride.dtype), b.stride))
+            stride = (b.stride if cls is E.Add
+                      else simplify(E.Sub(E.const(0, b.stride.dtype), b.stride)))
             return Ramp(simplify(cls(sa, b.base)), stride, b.lanes)
     if cls is E.Mul:
         if ra and isinstance(sb, E.IntImm):
@@ -138,7 +139,8 @@ class _Vectorizer:
                 return Store(buf, idx, _broadcast(val, self.n))
             case For(loop_var=v, min=lo, extent=ext, body=body):
                 if self.var in collect(E.Add(lo, ext), lambda x: x is self.var):
-                    raise _Refuse(f"the bounds of the inner loop {v.name} depend on {self.var.name}")
+                    raise _Refuse(f"the bounds of the inner loop {v.name} depend on "
+                                  f"{self.var.name}")
                 return For(v, lo, ext, SERIAL if s.kind == VECTORIZED else s.kind,
                            self.stmt(body), s.pragmas)
             case IfThenElse(condition=c, then_case=t, else_case=f):

@@ -117,7 +117,8 @@ def test_timing_instrument_sees_every_build_pass():
     with transform.PassContext(instruments=[timing]):
         compiler.build(*_unrolled_stage())
     names = [name for name, _ in timing.entries]
-    for expected in ("StorageFlatten", "LoopPartition", "VectorizeLoop", "UnrollLoop", "RemoveNoOp"):
+    for expected in ("StorageFlatten", "LoopPartition", "VectorizeLoop", "UnrollLoop",
+                     "RemoveNoOp"):
         assert expected in names
     assert "UnrollLoop" in timing.render()
 
@@ -142,7 +143,8 @@ def test_unvectorizable_loop_warns_and_stays_correct():
     B = te.compute((16,), lambda i: te.if_then_else(i < 5, A[i], 0.0), name="B")
     s = te.create_schedule(B.op)
     s[B].vectorize(B.op.axis[0])
-    with pytest.warns(transform.VectorizeWarning, match="loop i is not vectorized: the guarded read"):
+    with pytest.warns(transform.VectorizeWarning,
+                      match="loop i is not vectorized: the guarded read"):
         f = compiler.build(s, [A, B])
     a = np.arange(16, dtype="float32") + 1
     b = np.zeros(16, "float32")

@@ -71,7 +71,7 @@ def test_matmul_reduce_outer_loop_init_once():
     check(s, [A, B, C], [a, b], [a.astype("float64") @ b], log)
 
 
-# --------------------------------------------------------------------------- elementwise + broadcast
+# -------------------------------------------------------------------------- elementwise + broadcast
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -280,7 +280,7 @@ def test_cache_read_and_write_together():
     check(s, [A, B, C], [a, b], [a.astype("float64") @ b], log)
 
 
-# --------------------------------------------------------------------------- longer chains, symbolic tiles
+# -------------------------------------------------------------------- longer chains, symbolic tiles
 
 
 @pytest.mark.parametrize("seed", range(16))

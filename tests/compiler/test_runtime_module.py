@@ -87,7 +87,8 @@ def test_time_evaluator():
 
 def test_symbolic_sizes_bind_from_the_arrays():
     f = _saxpy()
-    with pytest.raises(ValueError, match=r"argument 1 \(Y\) of saxpy has shape \(5,\), expected \(4,\)"):
+    with pytest.raises(ValueError,
+                       match=r"argument 1 \(Y\) of saxpy has shape \(5,\), expected \(4,\)"):
         f(np.ones(4, "float32"), np.ones(5, "float32"), np.ones(4, "float32"))
 
 

@@ -70,7 +70,8 @@ def test_compute_at_cycle_through_inner_stage():
 def test_compute_at_axis_of_other_stage():
     A, B, C = chain()
     s = te.create_schedule(C.op)
-    with pytest.raises(ScheduleError, match=r"stage B\b.*axis i\b.*not a current loop of stage C\b"):
+    with pytest.raises(ScheduleError,
+                       match=r"stage B\b.*axis i\b.*not a current loop of stage C\b"):
         s[B].compute_at(s[C], B.op.axis[0])
     assert s[B].attach_type == "root"
 
@@ -166,7 +167,7 @@ def test_compute_inline_output():
     assert s[C].attach_type == "root"
 
 
-# --------------------------------------------------------------------------- schedule lookup and caches
+# ----------------------------------------------------------------------- schedule lookup and caches
 
 
 def test_schedule_lookup_of_placeholder():
@@ -264,7 +265,7 @@ def test_lower_error_is_a_value_error():
     assert issubclass(ScheduleError, ValueError)
 
 
-# --------------------------------------------------------------------------- no internal errors escape
+# ------------------------------------------------------------------------ no internal errors escape
 
 def _misuses():
     """(name, thunk) for every misuse above, compact, to check the exception family."""

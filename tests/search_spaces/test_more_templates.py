@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import compiler
+from compiler.ops import get_const_tuple
 import search_spaces
 
 
@@ -13,8 +14,9 @@ def _run(name, args, seed, samples):
     for cfg in space.sample(samples, seed=seed) + [space.fallback()]:
         s, tensors = search_spaces.instantiate(name, *args, config=cfg)
         f = compiler.build(s, tensors)
-        ins = [rng.uniform(-1, 1, [d.value for d in t.shape]).astype("float32") for t in tensors[:-1]]
-        out = np.full([d.value for d in tensors[-1].shape], np.nan, "float32")
+        ins = [rng.uniform(-1, 1, get_const_tuple(t.shape)).astype("float32")
+               for t in tensors[:-1]]
+        out = np.full(get_const_tuple(tensors[-1].shape), np.nan, "float32")
         f(*ins, out)
         yield cfg, ins, out
 
@@ -29,7 +31,8 @@ def test_dense_bias_relu(args):
 @pytest.mark.parametrize("args", [(3, 13, 20, 9), (2, 16, 32, 8), (1, 7, 13, 5)])
 def test_batch_matmul(args):
     for cfg, (a, b), c in _run("batch_matmul", args, sum(args), 10):
-        np.testing.assert_allclose(c, a.astype("float64") @ b, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
+        np.testing.assert_allclose(c, a.astype("float64") @ b, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(cfg))
 
 
 def _depthwise_reference(d, w, stride, pad):

@@ -181,7 +181,7 @@ class _StopOnSignal:
         self.signum: int | None = None
         self._old: dict = {}
 
-    def __enter__(self) -> "_StopOnSignal":
+    def __enter__(self) -> _StopOnSignal:
         # Ray's worker processes run in process groups of their own and its daemons block
         # SIGINT, so a terminal's Ctrl-C reaches only this process: the batch goes on.
         self._old = {s: signal.signal(s, self._handle) for s in SIGNAL_EXIT}
@@ -213,7 +213,7 @@ class _TuneProgress:
         self.stop_note: str | None = None
         self._live = None
 
-    def __enter__(self) -> "_TuneProgress":
+    def __enter__(self) -> _TuneProgress:
         if self.live:
             from rich.live import Live
             self._live = Live(self, console=make_console(), refresh_per_second=2,
