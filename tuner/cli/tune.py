@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 
 import click
@@ -144,8 +143,6 @@ def _start_measurer(address: str | None, parallel: int | None, tasks):
     import ray
     from tuner.measurer import Measurer
     from tuner.ray_session import RayConnectionError, timing_resource
-    if address is not None and address != "auto":
-        _probe(address)
     measurer = Measurer(address=address, n_parallel=parallel)
     try:
         measurer.start()
@@ -157,19 +154,6 @@ def _start_measurer(address: str | None, parallel: int | None, tasks):
             raise BadInput(f"no node of the Ray cluster can time candidates for {target}: "
                            f"none advertises the resource {resource!r}")
     return measurer
-
-
-def _probe(address: str) -> None:
-    """BadInput unless something listens at `address` ("host:port" or "ray://host:port"):
-    Ray itself retries an unreachable address for minutes."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise BadInput(f"--ray-address {address!r}: expected host:port (or auto)")
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as err:
-        raise BadInput(f"cannot reach the Ray cluster at {address!r}: "
-                       f"{err.strerror or err}") from None
 
 
 class _StopOnSignal:
