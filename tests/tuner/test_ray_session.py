@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,11 +82,16 @@ def _cluster(tmp_path, auth_mode: str):
     env.update(HOME=str(home), RAY_AUTH_MODE=auth_mode)
     port = _free_port()
     resources = f'{{"{timing_resource(Target("llvm"))}": 1}}'
-    head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", "--port", str(port), "--num-cpus",
-         "2", "--resources", resources, "--include-dashboard", "false",
-         "--disable-usage-stats"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # its own temp dir (short: socket paths are limited to 107 bytes), so that the
+    # machine's /tmp/ray/ray_current_cluster, which a plain ray.init() joins, is untouched
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    log = tmp_path / "head.log"
+    with log.open("w") as out:
+        head = subprocess.Popen(
+            [str(BIN / "ray"), "start", "--head", "--block", "--port", str(port),
+             "--num-cpus", "2", "--resources", resources, "--include-dashboard", "false",
+             "--disable-usage-stats", "--temp-dir", temp_dir],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -92,7 +99,7 @@ def _cluster(tmp_path, auth_mode: str):
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
-                assert head.poll() is None, head.stderr.read().decode()
+                assert head.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, "the head node did not start in 60 s"
                 time.sleep(0.5)
         client_env = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
@@ -102,12 +109,13 @@ def _cluster(tmp_path, auth_mode: str):
         try:
             head.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            pass  # seen once when signalled right after its start
+            pass
         try:
             os.killpg(head.pid, signal.SIGKILL)  # whatever the head left behind
         except ProcessLookupError:
             pass
         head.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import sys
 
 import click
 
+from ..registry import TUNERS
 from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
                      format_errors, format_gflops, format_ratio, make_console, make_task,
                      open_log, print_table, task_label)
 
 DEFAULT_TRIALS_PER_TASK = 64
-TUNER_NAMES = ("xgb", "ga", "random", "grid")
 
 
 def _tasks_file(path: str, target: str) -> list:
@@ -78,7 +78,7 @@ def _parse_duration(_ctx, _param, text: str | None) -> float | None:
 @click.option("--trials", type=click.IntRange(min=1),
               help=f"Trials to measure, in total over the tasks "
                    f"[default: {DEFAULT_TRIALS_PER_TASK} per task].")
-@click.option("--tuner", type=click.Choice(TUNER_NAMES), default="xgb", show_default=True)
+@click.option("--tuner", type=click.Choice(list(TUNERS)), default="xgb", show_default=True)
 @db_option
 @click.option("--target", default="llvm", show_default=True,
               help='The target to tune for (e.g. "llvm -mcpu=skylake-avx512").')
