@@ -38,6 +38,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from compiler import Target
+
 _lock = threading.Lock()
 
 TOKEN_HELP = ("set RAY_AUTH_TOKEN to the cluster's token (`ray get-auth-token` on its head "
@@ -82,7 +84,6 @@ def connect(address: str | None = None) -> bool:
     Raises RayConnectionError (one line, naming the address) when it cannot be joined.
     """
     import ray  # on use: importing Ray takes a second, and most commands never need it
-    from compiler import Target
 
     with _lock:
         if ray.is_initialized():

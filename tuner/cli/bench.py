@@ -6,6 +6,11 @@ import statistics
 import time
 
 import click
+import numpy as np
+
+import compiler
+
+from ..verify import expected_outputs, mismatch, random_inputs, unwritten
 
 from .common import (db_option, describe_error, format_gflops, format_ratio,
                      format_seconds, json_option, make_task, open_log, print_json,
@@ -33,7 +38,6 @@ def bench(template, args, db_path, target, repeat, as_json):
     task = make_task(template, args, target)
     with open_log(db_path) as db:
         best = db.best(task)
-    from tuner.verify import expected_outputs, random_inputs
     inputs_t, outputs_t = task.tensors()
     inputs = random_inputs(inputs_t)
     expected = expected_outputs(task, inputs)
@@ -83,8 +87,6 @@ def bench(template, args, db_path, target, repeat, as_json):
 
 def _bench_kernel(task, name: str, config, inputs, expected, repeat: int) -> dict:
     """Build `config`, check its outputs against `expected` and time it in native code."""
-    import compiler
-    from tuner.verify import mismatch, unwritten
     row = {"name": name, "seconds": None, "correct": False, "note": ""}
     try:
         s, tensors = task.instantiate(config)
@@ -105,8 +107,6 @@ def _bench_function(name: str, fn, expected, repeat: int) -> dict:
     """Time a Python function (numpy, PyTorch) with perf_counter as time_evaluator does:
     a warm-up call, then `repeat` measurements of enough calls to last BENCH_MIN_SECONDS;
     check its output against `expected`."""
-    import numpy as np
-    from tuner.verify import mismatch
     start = time.perf_counter()
     got = fn()
     first = time.perf_counter() - start
@@ -128,7 +128,6 @@ def _numpy_equivalent(task, inputs):
     """A function computing `task` with numpy in the inputs' dtype (what a user would
     call), or None where numpy has no plain equivalent of the template (the convolutions:
     then the template's float64 reference is timed instead)."""
-    import numpy as np
     match task.name:
         case "matmul" | "batch_matmul":
             a, b = inputs

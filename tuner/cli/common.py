@@ -12,6 +12,12 @@ import typing
 
 import click
 
+from records import Database, RecordsError
+from search_spaces import (AnnotateEntity, OtherOptionEntity, ReorderEntity, SpaceError,
+                           SplitEntity, get_template)
+
+from ..task import Task
+
 DB_ENV = "AUTOSCHED_DB"
 DEFAULT_DB = "autosched.db"
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -24,8 +30,6 @@ class BadInput(click.ClickException):
 
 def describe_error(err: Exception) -> str:
     """A run-time failure as one line: the message of our own errors, else the type too."""
-    from records import RecordsError
-    from search_spaces import SpaceError
     if isinstance(err, (RecordsError, SpaceError)):
         return str(err)
     return f"{type(err).__name__}: {err}"
@@ -125,7 +129,6 @@ def _parse_args(template, texts) -> list:
     """The command line's words as the template's arguments: converted by the annotation
     of each parameter (int, float, str; unannotated: int, else float, else text). Values
     that are not text (from a tasks file) are left as they are."""
-    from search_spaces import SpaceError
     try:
         hints = typing.get_type_hints(template.fn)
     except (NameError, TypeError, AttributeError):
@@ -154,8 +157,6 @@ def make_task(template: str, args, target: str = "llvm", where: str = ""):
     """The Task for a template name and its arguments (words or JSON values); BadInput
     naming the nearest template, or the template's signature, when they do not fit.
     `where` prefixes the message (e.g. the tasks file and entry)."""
-    from search_spaces import SpaceError, get_template
-    from tuner.task import Task
     try:
         return Task(template, _parse_args(get_template(template), args), target)
     except SpaceError as err:
@@ -169,7 +170,6 @@ def make_task(template: str, args, target: str = "llvm", where: str = ""):
 def open_log(path: str, create: bool = False):
     """The Database at `path`; BadInput when it is missing (unless `create`), not a log,
     or cannot be created there. Nothing is created for a log that cannot be used."""
-    from records import Database, RecordsError
     if not os.path.exists(path):
         if not create:
             raise BadInput(f"no tuning log at {path} (tune first, or pass --db PATH or set "
@@ -238,8 +238,6 @@ def readable_knobs(record) -> dict[str, str]:
     """Knob name -> its value as a person reads it: a split as its loop extents
     ("4x4x16", outermost first), an order, annotations, a plain value. A record whose
     knobs no longer fit the template's space shows its stored JSON."""
-    from search_spaces import (AnnotateEntity, OtherOptionEntity, ReorderEntity,
-                               SpaceError, SplitEntity)
     try:
         config = record.config
     except SpaceError:

@@ -7,6 +7,8 @@ import os
 
 import click
 
+from records import RecordsError, export_jsonl, import_jsonl, merge
+
 from .common import (BadInput, db_option, format_clock, format_errors, format_gflops,
                      format_seconds, json_option, make_console, open_log, print_json,
                      print_table, readable_knobs, record_json, select_task, task_label,
@@ -145,7 +147,6 @@ def log_failures(spec, task_id, target, db_path, as_json):
 @db_option
 def log_export(spec, task_id, target, output, best_only, db_path):
     """Write records as JSON lines (every task, or the one named)."""
-    from records import export_jsonl
     with open_log(db_path) as db:
         task = select_task(db, spec, task_id, target) if spec or task_id is not None else None
         out = output or click.get_text_stream("stdout")
@@ -161,7 +162,6 @@ def log_export(spec, task_id, target, output, best_only, db_path):
 def log_import(source, strict, db_path, as_json):
     """Add the records of a JSONL file to the log (created if missing); bad lines are
     reported by number."""
-    from records import RecordsError, import_jsonl
     with open_log(db_path, create=True) as db:
         try:
             report = import_jsonl(db, source, strict=strict)
@@ -182,7 +182,6 @@ def log_import(source, strict, db_path, as_json):
 @json_option
 def log_merge(other, db_path, as_json):
     """Add every task and record of another tuning log file (created if missing)."""
-    from records import merge
     open_log(other).close()  # a file that is not a log is refused before ours is touched
     with open_log(db_path, create=True) as db:
         added = merge(db, other)

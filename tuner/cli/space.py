@@ -6,6 +6,8 @@ import json
 
 import click
 
+import search_spaces
+
 from .common import json_option, make_task, print_json, print_table, task_label
 
 
@@ -13,7 +15,6 @@ from .common import json_option, make_task, print_json, print_table, task_label
 @json_option
 def templates(as_json: bool):
     """The registered templates and their arguments."""
-    import search_spaces
     found = search_spaces.templates()
     if as_json:
         return print_json(found)

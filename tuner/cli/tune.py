@@ -11,7 +11,10 @@ import sys
 
 import click
 
+from ..measurer import Measurer
+from ..ray_session import RayConnectionError, timing_resource
 from ..registry import TUNERS
+from ..task_scheduler import TaskScheduler
 from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
                      format_errors, format_gflops, format_ratio, make_console, make_task,
                      open_log, print_table, task_label)
@@ -110,7 +113,6 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
     check_log(db_path)
     measurer = _start_measurer(ray_address, parallel, tasks)
-    from tuner.task_scheduler import TaskScheduler
     try:
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
@@ -141,8 +143,6 @@ def _start_measurer(address: str | None, parallel: int | None, tasks):
     """A started Measurer; BadInput when the cluster cannot be reached or has no node
     that can time the tasks' targets."""
     import ray
-    from tuner.measurer import Measurer
-    from tuner.ray_session import RayConnectionError, timing_resource
     measurer = Measurer(address=address, n_parallel=parallel)
     try:
         measurer.start()
