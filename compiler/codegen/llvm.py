@@ -91,8 +91,8 @@ class CodeGenLLVM:
         b = ir.IRBuilder(packed.append_basic_block("entry"))
         args = []
         for pos, ty in enumerate(fn.function_type.args):
-            slot = b.load(b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64),
-                          typ=I64)
+            slot_ptr = b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64)
+            slot = b.load(slot_ptr, typ=I64)
             args.append(b.inttoptr(slot, PTR) if ty == PTR
                         else b.trunc(slot, ty) if ty != I64 else slot)
         b.ret(b.call(fn, args))
@@ -128,9 +128,7 @@ class CodeGenLLVM:
 
     def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
         g = self.module.globals.get(name)
-        if g is not None:
-            return g
-        return ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return g if g is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
 
     def _fail_if(self, cond: ir.Value, code: ir.Value) -> None:
         fail = self.fn.append_basic_block("fail")
@@ -226,8 +224,7 @@ class CodeGenLLVM:
         self.in_parallel = True
         b = self.builder
         loaded = [b.load(b.gep(body_fn.args[2], [I32(0), I32(pos)], inbounds=True,
-                               source_etype=sty), typ=v.type)
-                  for pos, v in enumerate(values)]
+                               source_etype=sty), typ=v.type) for pos, v in enumerate(values)]
         self.env = dict(zip(used_vars, loaded))
         self.bufs = dict(zip(used_bufs, loaded[len(used_vars):]))
         ty = llvm_type(loop.loop_var.dtype)
@@ -244,9 +241,8 @@ class CodeGenLLVM:
         # in the function the loop came from: pointers loaded from the closure carry no
         # aliasing facts, and without them LLVM keeps every access in memory. It is
         # inlined into the task, where the facts survive as alias scopes.
-        chunk_fn = ir.Function(self.module,
-                               ir.FunctionType(I32, [v.type for v in values] + [ty, ty]),
-                               name=f"{self.fname}_par{self._outlined}_chunk")
+        chunk_type = ir.FunctionType(I32, [v.type for v in values] + [ty, ty])
+        chunk_fn = ir.Function(self.module, chunk_type, f"{self.fname}_par{self._outlined}_chunk")
         chunk_fn.linkage = "internal"
         chunk_fn.attributes.add("alwaysinline")
         for arg in chunk_fn.args[len(used_vars):len(values)]:
@@ -407,9 +403,8 @@ class CodeGenLLVM:
             return v
         if d == "bool":
             zero = ir.Constant(v.type, None)
-            if E.is_float(s):
-                return b.fcmp_unordered("!=", v, zero)
-            return b.icmp_unsigned("!=", v, zero)
+            compare = b.fcmp_unordered if E.is_float(s) else b.icmp_unsigned
+            return compare("!=", v, zero)
         if s == "bool":
             return b.uitofp(v, ty) if E.is_float(d) else b.zext(v, ty)
         if E.is_float(s) and E.is_float(d):
