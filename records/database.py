@@ -9,6 +9,11 @@ take turns.
 The log holds data only: configs are JSON knob values, results are numbers and text;
 opening or importing a log never unpickles or evaluates anything.
 
+Which config is a task's best: the first of its latest confirmation (tuner/confirm.py: its
+top configs and the fallback re-timed in alternating rounds), as long as no valid record
+was logged after it; otherwise the cheapest on the task's scale (records.scaled_cost,
+tuner/control.py), and the task counts as unconfirmed.
+
 Tasks are duck-typed (the records layer does not import the tuner): anything with
 `name`, `args`, `target` (a compiler.Target), `workload_key`, `flop`, `config_space`
 and `template.version`, as tuner.Task has.
@@ -18,7 +23,9 @@ section: every row of a table as stored, `transaction()`, and the inserts.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -40,11 +47,18 @@ from .workload import workload_key
 _SELECT = ("SELECT r.*, t.template, t.args, t.target FROM records r "
            "JOIN tasks t ON t.id = r.task_id ")
 _OF_TASK = "t.workload_key = ? AND t.target = ?"  # one task, `t` a row of tasks
-# The best valid records, cheapest first, of the tasks that {tasks} (a condition on `t`)
-# selects, made with one template version: what best, top, ApplyHistoryBest, the task
-# summaries and a best-only export all ask. The index records_best answers it.
+# The valid records of the tasks that {tasks} (a condition on `t`) selects, made with one
+# template version, cheapest on the task's scale first (a batch's control is a second
+# timing of a config ranked already): the ranking the tuner keeps, and what best, top,
+# ApplyHistoryBest, the task summaries and a best-only export fall back on for a task
+# without a current confirmation. The index records_rank answers it.
 _BEST = (_SELECT + "WHERE {tasks} AND r.template_version = ? AND r.error_no = 0 AND "
-         "r.mean_cost IS NOT NULL ORDER BY r.mean_cost, r.id")
+         "r.scaled_cost IS NOT NULL AND r.role != 'control' ORDER BY r.scaled_cost, r.id")
+# The ranking of one confirmation, with the record of each config it re-timed.
+_CONFIRMED = ("SELECT r.*, t.template, t.args, t.target, f.rank AS confirmed_rank, "
+              "f.cost AS confirmed_cost, f.ratio AS confirmed_ratio FROM confirmed f "
+              "JOIN records r ON r.id = f.record_id JOIN tasks t ON t.id = r.task_id "
+              "WHERE f.confirmation_id = ? ORDER BY f.rank")
 
 
 class Database:
@@ -128,13 +142,14 @@ class Database:
 
     @named_by_file
     def add(self, task, inputs, results, tuner: str | None = None,
-            run_id: int | None = None) -> int:
+            run_id: int | None = None, roles=None) -> int:
         """Log one measured batch of `task` (MeasureInputs and their MeasureResults) as
-        one transaction; returns the number of records added."""
+        one transaction; returns the number of records added. roles: one of
+        schema.ROLES per input (default: all "trial")."""
         if len(inputs) != len(results):
             raise ValueError(f"add: {len(inputs)} inputs but {len(results)} results")
         # encoded before taking the write lock, which is then held for the INSERTs only
-        rows = self._encoder.rows(task, inputs, results, tuner, run_id)
+        rows = self._encoder.rows(task, inputs, results, tuner, run_id, roles)
         columns = _task_columns(task)
         with self.transaction():
             task_id = self._task_id(columns, update_version=True)
@@ -170,6 +185,49 @@ class Database:
             self.conn.execute("UPDATE runs SET end = ?, trials = ?, best_gflops = ? "
                               "WHERE id = ?", (time.time(), trials, best_gflops, run_id))
 
+    @named_by_file
+    def add_confirmation(self, task, ranking, rounds: int, seconds: float | None = None,
+                         run_id: int | None = None, host: str | None = None) -> int | None:
+        """Log a confirmation of `task` as one transaction: `ranking`, best first, holds
+        entries with `config` (a ConfigEntity), `cost` (median seconds), `ratio` (median
+        ratio to the fallback, or None), `costs` (seconds per round) and `fallback`
+        (bool), as tuner.confirm makes them. Each entry points at the best record of its
+        config (an entry whose config the log has no valid record of is left out).
+        Returns the confirmation's id (None when no entry has a record)."""
+        with self.transaction():
+            row = self.conn.execute(f"SELECT t.id FROM tasks t WHERE {_OF_TASK}",
+                                    _task_key(task)).fetchone()
+            if row is None:
+                return None
+            task_id = row[0]
+            found = []
+            for entry in ranking:
+                record = self.conn.execute(
+                    "SELECT id FROM records WHERE task_id = ? AND config_index = ? AND "
+                    "template_version = ? AND error_no = 0 ORDER BY role = 'control', "
+                    "scaled_cost, id LIMIT 1",
+                    (task_id, entry.config.index, entry.config.template_version)).fetchone()
+                if record is not None:
+                    found.append((record[0], entry))
+            if not found:
+                return None
+            through = self.conn.execute("SELECT MAX(id) FROM records WHERE task_id = ?",
+                                        (task_id,)).fetchone()[0]
+            cid = self._insert("confirmations", (
+                "task_id", "run_id", "template_version", "through_record", "rounds",
+                "seconds", "timestamp", "host"), {
+                "task_id": task_id, "run_id": run_id,
+                "template_version": found[0][1].config.template_version,
+                "through_record": through, "rounds": rounds, "seconds": seconds,
+                "timestamp": time.time(), "host": host or socket.gethostname()})
+            self.conn.executemany(
+                "INSERT INTO confirmed (confirmation_id, rank, record_id, cost, ratio, "
+                "costs, fallback) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(cid, rank, record_id, entry.cost, entry.ratio,
+                  schema.costs_text(entry.costs), int(bool(entry.fallback)))
+                 for rank, (record_id, entry) in enumerate(found, start=1)])
+            return cid
+
     def _task_id(self, columns: dict, update_version: bool) -> int:
         """The id of the task (workload_key, target) of `columns` (a row of
         schema.TASK_COLUMNS), inserted from them when the log lacks it; update_version:
@@ -192,7 +250,13 @@ class Database:
     # ------------------------------------------------------------------ reading
 
     def _rows(self, sql: str, params=()) -> list[dict]:
-        return list(self.db.query(sql, params))
+        """The rows of a query as dicts (straight through sqlite3: one statement)."""
+        cursor = self.conn.execute(sql, params)
+        try:
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, values)) for values in cursor]
+        finally:
+            cursor.close()
 
     def _record(self, row: dict) -> Record:
         """The Record of a row of _SELECT; a row whose JSON or numbers are damaged (a
@@ -225,9 +289,39 @@ class Database:
         finally:
             cursor.close()  # ends the statement, so no read snapshot stays open
 
+    def _confirmation_row(self, task_row: dict) -> dict | None:
+        """The task's latest confirmation of the template's current version, when no
+        valid record (other than a control) was logged after it; else None."""
+        version = _current_version(task_row)
+        rows = self._rows("SELECT * FROM confirmations WHERE task_id = ? AND "
+                          "template_version = ? ORDER BY id DESC LIMIT 1",
+                          (task_row["id"], version))
+        if not rows:
+            return None
+        newer = self.conn.execute(
+            "SELECT 1 FROM records WHERE task_id = ? AND template_version = ? AND "
+            "error_no = 0 AND role != 'control' AND id > ? LIMIT 1",
+            (task_row["id"], version, rows[0]["through_record"])).fetchone()
+        return None if newer else rows[0]
+
+    def _confirmed_rows(self, task_row: dict) -> list[dict]:
+        """The rows of the task's current confirmation, best first (empty: none)."""
+        confirmation = self._confirmation_row(task_row)
+        return [] if confirmation is None else self._rows(_CONFIRMED, (confirmation["id"],))
+
+    def _confirmed_record(self, row: dict) -> Record:
+        return dataclasses.replace(self._record(row), confirmed_rank=row["confirmed_rank"],
+                                   confirmed_cost=row["confirmed_cost"],
+                                   confirmed_ratio=row["confirmed_ratio"])
+
     def _best_row(self, task_row: dict) -> dict | None:
-        """The best valid row of the task of `task_row` made with the template's current
-        version, as it is stored (no fit check), or None."""
+        """The best row of the task of `task_row` made with the template's current
+        version, as it is stored (no fit check), or None: the first of its current
+        confirmation (with confirmed_rank, confirmed_cost and confirmed_ratio), else the
+        cheapest on its scale."""
+        confirmed = self._confirmed_rows(task_row)
+        if confirmed:
+            return confirmed[0]
         cursor = self._best_cursor("t.id = ?", (task_row["id"],), _current_version(task_row))
         try:
             values = cursor.fetchone()
@@ -236,10 +330,27 @@ class Database:
         finally:
             cursor.close()
 
+    def _top_of(self, task_row: dict, version: str, k: int) -> list[Record]:
+        """The k best records of the task of `task_row` whose configs fit their space: its
+        current confirmation's ranking first, then the rest of its ranking by scale."""
+        confirmed = []
+        for row in self._confirmed_rows(task_row):
+            record = self._confirmed_record(row)
+            if _fits(record):
+                confirmed.append(record)
+        found = confirmed[:k]
+        seen = {r.config_index for r in found}
+        if len(found) < k:
+            more = self._best_records("t.id = ?", (task_row["id"],), version,
+                                      k - len(found) + len(seen))
+            found += [r for r in more if r.config_index not in seen][:k - len(found)]
+        return found
+
     @named_by_file
     def tasks(self) -> list[TaskSummary]:
         """Every task with its record count, failures, stale records (made with another
-        template version than the registered one) and best valid result."""
+        template version than the registered one) and best valid result (confirmed or
+        not; see the module docstring)."""
         out = []
         for row in self._rows(
                 "SELECT t.*, COUNT(r.id) AS n, SUM(r.error_no != 0) AS errors FROM tasks t "
@@ -248,9 +359,13 @@ class Database:
                 "SELECT COUNT(*) FROM records WHERE task_id = ? AND template_version != ?",
                 (row["id"], _current_version(row))).fetchone()[0]
             best = self._best_row(row) or {"gflops": None, "mean_cost": None}
+            cost, gflops = best.get("confirmed_cost"), best["gflops"]
+            if cost is not None and gflops is not None:
+                gflops = gflops * best["mean_cost"] / cost
             out.append(TaskSummary(
                 row["id"], row["template"], decode_args(row["args"]), row["target"],
-                row["n"], row["errors"] or 0, stale, best["gflops"], best["mean_cost"]))
+                row["n"], row["errors"] or 0, stale, gflops,
+                best["mean_cost"] if cost is None else cost, cost is not None))
         return out
 
     @named_by_file
@@ -263,7 +378,17 @@ class Database:
     @named_by_file
     def top(self, task, k: int = 10) -> list[Record]:
         """The k best valid records of `task` made with the current template version, whose
-        configs still fit its space (a record that does not is skipped with a warning)."""
+        configs still fit its space (a record that does not is skipped with a warning):
+        the ranking of its current confirmation first (records with confirmed_rank and
+        confirmed_cost), then the cheapest on the task's scale."""
+        rows = self.task_rows(task)
+        return self._top_of(rows[0], task.template.version, k) if rows else []
+
+    @named_by_file
+    def ranked(self, task, k: int = 10) -> list[Record]:
+        """The k valid records of `task` (current template version, fitting its space)
+        cheapest on the task's scale, confirmed or not: the candidates a confirmation
+        re-times."""
         return self._best_records(_OF_TASK, _task_key(task), task.template.version, k)
 
     def best(self, task) -> Record | None:
@@ -272,12 +397,20 @@ class Database:
         return found[0] if found else None
 
     @named_by_file
+    def confirmation(self, task) -> dict | None:
+        """The row of `task`'s current confirmation (id, run_id, rounds, seconds,
+        timestamp, host, ...), or None when it has none (see the module docstring)."""
+        rows = self.task_rows(task)
+        return self._confirmation_row(rows[0]) if rows else None
+
+    @named_by_file
     def best_for_target(self, workload: tuple, target) -> Record | None:
         """The best valid record (see top) of `workload` (template name, bound arguments)
         made with the registered template version, for `target` (a compiler.Target),
         looked for in tiers: tasks of the same target, else of the same CPU, else of the
-        same vector width (the ISA compatibility class). One indexed query per tier;
-        None when no tier has one."""
+        same vector width (the ISA compatibility class); within a tier the cheapest of
+        its tasks' bests (a confirmed time counts as the task's time). None when no tier
+        has one."""
         name, args = workload
         version = get_template(name).version
         spelled, cpu = str(target), target.mcpu
@@ -288,20 +421,25 @@ class Database:
                  ("t.vector_bits = ? AND t.cpu != ?", (target.vector_bits, cpu)))
         key = workload_key(name, args)
         for condition, params in tiers:
-            found = self._best_records(f"t.workload_key = ? AND {condition}", (key, *params),
-                                       version, 1)
-            if found:
-                return found[0]
+            bests = [found[0] for row in self._rows(
+                f"SELECT t.* FROM tasks t WHERE t.workload_key = ? AND {condition} "
+                f"ORDER BY t.id", (key, *params))
+                if (found := self._top_of(row, version, 1))]
+            if bests:
+                return min(bests, key=lambda r: r.cost if math.isfinite(r.cost) else math.inf)
         return None
 
     @named_by_file
     def history(self, task) -> list[tuple[int, float, float | None]]:
         """The best-so-far curve of `task`: (trial number, timestamp, best GFLOPS so far)
-        for every record in logging order (all template versions)."""
+        for every record but the batches' controls, in logging order (all template
+        versions); GFLOPS on the task's scale (records.scaled_cost)."""
         best, out = None, []
-        for n, r in enumerate(self.records(task), start=1):
-            if r.ok and r.gflops is not None:
-                best = r.gflops if best is None else max(best, r.gflops)
+        trials = (r for r in self.records(task) if r.role != "control")
+        for n, r in enumerate(trials, start=1):
+            if r.ok and r.gflops is not None and math.isfinite(r.scaled_cost):
+                gflops = r.gflops * r.mean_cost / r.scaled_cost
+                best = gflops if best is None else max(best, gflops)
             out.append((n, r.timestamp, best))
         return out
 

@@ -21,7 +21,8 @@ be null. Numbers are finite (no NaN or Infinity); integers fit in 64 bits.
      "result": {"costs": [1.2e-05, 1.1e-05], "mean_cost": 1.15e-05, "gflops": 45.6,
                 "error_no": 0, "error": "NO_ERROR", "error_msg": "",
                 "build_time": 0.31, "run_time": 0.02, "verify_time": 0.001,
-                "timestamp": 1718000000.5, "host": "node1"},
+                "timestamp": 1718000000.5, "host": "node1", "role": "trial",
+                "ratio": 0.93, "scaled_cost": 1.1e-05},
      "tuner": "xgb",
      "run": {"id": 3, "start": 1717999990.1, "end": 1718000100.0, "tuner": "xgb",
              "options": {"n_trial": 64}, "trials": 64, "best_gflops": 45.6,
@@ -58,6 +59,13 @@ result            what the measurement gave:
   verify_time       seconds of run_time spent checking outputs (number or null).
   timestamp         Unix time the measurement ended (number).
   host              the machine that timed it (string or null).
+  role              optional: "trial" (a config the tuner proposed), "fallback" (the
+                    untuned baseline) or "control" (the config timed in every batch to
+                    compare the batch with); absent means "trial".
+  ratio             optional: mean_cost over the control's in the same batch (number or
+                    null).
+  scaled_cost       optional: the cost on the task's scale, what configs are ranked by
+                    (number or null; absent means mean_cost).
 tuner             the tuner that proposed the config (string or null).
 run               the tuning session the record belongs to (object or null):
   id                the run's id in the log it was exported from; lines of one run
@@ -114,6 +122,8 @@ RUN_FIELDS = {"id": (INTEGER, False), "start": (NUMBER, False), "end": (NUMBER, 
               "tuner": (STRING, True), "options": (OBJECT, True),
               "trials": (INTEGER, True), "best_gflops": (NUMBER, True),
               "host": (STRING, True)}
+OPTIONAL_RESULT_FIELDS = {"role": (STRING, False), "ratio": (NUMBER, True),
+                          "scaled_cost": (NUMBER, True)}
 LINE_FIELDS = {"autosched_record": (INTEGER, False), "task": (OBJECT, False),
                "config": (OBJECT, False), "result": (OBJECT, False),
                "tuner": (STRING, True), "run": (OBJECT, True)}
@@ -178,7 +188,8 @@ def _line(rec: dict, task: dict, run: dict | None) -> dict:
                    "error": error_name(rec["error_no"]), "error_msg": rec["error_msg"],
                    "build_time": rec["build_time"], "run_time": rec["run_time"],
                    "verify_time": rec["verify_time"], "timestamp": rec["timestamp"],
-                   "host": rec["host"]},
+                   "host": rec["host"], "role": rec["role"], "ratio": rec["ratio"],
+                   "scaled_cost": rec["scaled_cost"]},
         "tuner": rec["tuner"],
         "run": None if run is None else {
             "id": run["id"], "start": run["start"], "end": run["end"], "tuner": run["tuner"],
@@ -260,6 +271,11 @@ def _parse(text: str | bytes) -> tuple[dict, dict | None, dict]:
     _check(task, TASK_FIELDS, "task.")
     _check(config, CONFIG_FIELDS, "config.")
     _check(result, RESULT_FIELDS, "result.")
+    optional = {name: kind for name, kind in OPTIONAL_RESULT_FIELDS.items() if name in result}
+    _check(result, optional, "result.")
+    role = result.get("role", "trial")
+    if role not in schema.ROLES:
+        raise _BadLine(f"result.role must be one of {', '.join(schema.ROLES)}, got {_show(role)}")
     if run is not None:
         _check(run, RUN_FIELDS, "run.")
     if not all(_is(c, NUMBER) for c in result["costs"]):
@@ -280,7 +296,9 @@ def _parse(text: str | bytes) -> tuple[dict, dict | None, dict]:
               **{name: result[name] for name in (
                   "mean_cost", "gflops", "error_no", "error_msg", "build_time",
                   "run_time", "verify_time", "timestamp", "host")},
-              "tuner": line["tuner"], "run_id": None,
+              "tuner": line["tuner"], "run_id": None, "role": role,
+              "ratio": result.get("ratio"),
+              "scaled_cost": result.get("scaled_cost", result["mean_cost"]),
               "uid": schema.record_uid(task["workload_key"], task["target"], knobs,
                                        result["timestamp"], result["host"], costs, error_no)}
     task_row = {**task, "args": json.dumps(list(args)),

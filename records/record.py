@@ -1,6 +1,11 @@
 """Record: one measured config of one task, as the log holds it, and TaskSummary, one
 task of the log summed up (plain data).
 
+A record of a confirmed task carries its place in the confirmed ranking: `confirmed_rank`,
+`confirmed_cost` (the median of its re-timings in alternating rounds) and
+`confirmed_ratio` (to the fallback's, in the same rounds); `cost` is the figure to show:
+the confirmed time when there is one, else the logged mean.
+
 `.config` turns the stored knob values back into a ConfigEntity of the template's space
 as it is now; a record whose knobs no longer fit that space raises SpaceError there, and
 `.stale` says whether the record was made with an older version of the template.
@@ -20,8 +25,11 @@ from .error_codes import error_name
 class Record:
     """One record of the log: the task (template, args, target), the config as stored
     (knobs, config_index, template_version), what the measurement gave (costs, mean_cost,
-    inf for none; gflops; error_no, error_msg; build, run and verify seconds), and when,
-    where, by which tuner and in which run it was made."""
+    inf for none; gflops; error_no, error_msg; build, run and verify seconds), when,
+    where, by which tuner and in which run it was made, its role in its batch ("trial",
+    "fallback", "control"), its ratio to the batch's control and its cost on the task's
+    scale (scaled_cost, inf for none; what configs are ranked by), and its confirmation
+    (see the module docstring; None for none)."""
     id: int
     template: str
     args: tuple
@@ -41,6 +49,12 @@ class Record:
     host: str
     tuner: str | None
     run_id: int | None
+    role: str = "trial"
+    ratio: float | None = None
+    scaled_cost: float = math.inf
+    confirmed_rank: int | None = None
+    confirmed_cost: float | None = None
+    confirmed_ratio: float | None = None
 
     @classmethod
     def from_row(cls, row: dict) -> Record:
@@ -54,7 +68,26 @@ class Record:
             gflops=row["gflops"], error_no=row["error_no"], error_msg=row["error_msg"] or "",
             build_time=row["build_time"], run_time=row["run_time"],
             verify_time=row["verify_time"], timestamp=row["timestamp"], host=row["host"] or "",
-            tuner=row["tuner"], run_id=row["run_id"])
+            tuner=row["tuner"], run_id=row["run_id"], role=row.get("role") or "trial",
+            ratio=row.get("ratio"),
+            scaled_cost=math.inf if row.get("scaled_cost") is None else row["scaled_cost"])
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether this config was re-timed in the task's latest confirmation."""
+        return self.confirmed_cost is not None
+
+    @property
+    def cost(self) -> float:
+        """Seconds per call to show: the confirmed time, else the logged mean cost."""
+        return self.confirmed_cost if self.confirmed_cost is not None else self.mean_cost
+
+    @property
+    def best_gflops(self) -> float | None:
+        """GFLOPS at `cost` (the confirmed time when there is one), None for none."""
+        if self.gflops is None or not math.isfinite(self.mean_cost) or not self.cost:
+            return None
+        return self.gflops * self.mean_cost / self.cost
 
     @property
     def ok(self) -> bool:
@@ -87,7 +120,7 @@ class Record:
 @dataclass(frozen=True)
 class TaskSummary:
     """A task of the log with its record counts and best valid result (current
-    template version)."""
+    template version): the confirmed best and its confirmed time when `confirmed`."""
     id: int
     template: str
     args: tuple
@@ -97,6 +130,7 @@ class TaskSummary:
     stale: int
     best_gflops: float | None
     best_cost: float | None
+    confirmed: bool = False
 
 
 def decode_args(text: str) -> tuple:

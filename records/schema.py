@@ -5,6 +5,12 @@ Version history:
 2. records.verify_time (seconds spent checking the outputs) and records.uid, a hash of
    what identifies one measurement, unique, so that importing or merging the same
    records twice adds nothing.
+3. The honest best (tuner/control.py, tuner/confirm.py): records.role ("trial",
+   "fallback": the untuned baseline, "control": the batch's control), records.ratio (the
+   mean cost over the control's in the same batch) and records.scaled_cost (the cost
+   chained to the task-wide scale, what configs are ranked by; a version-2 record keeps
+   its mean cost there), and the tables confirmations (one re-timing of a task's top
+   configs and fallback in alternating rounds) and confirmed (its ranking).
 
 An older file is upgraded in place, inside one transaction, after a backup copy of it
 is written next to it (`NAME.schema-vN.bak`). A newer file is refused: this code would
@@ -19,7 +25,7 @@ import sqlite3
 
 from .errors import RecordsError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 TASKS = """
@@ -86,7 +92,9 @@ TASK_COLUMNS = ("template", "args", "target", "workload_key", "cpu", "vector_bit
 RUN_COLUMNS = ("start", "end", "tuner", "options", "trials", "best_gflops", "host")
 RECORD_COLUMNS = ("task_id", "config", "config_index", "template_version", "costs",
                   "mean_cost", "gflops", "error_no", "error_msg", "build_time", "run_time",
-                  "verify_time", "timestamp", "host", "tuner", "run_id", "uid")
+                  "verify_time", "timestamp", "host", "tuner", "run_id", "uid", "role",
+                  "ratio", "scaled_cost")
+ROLES = ("trial", "fallback", "control")
 
 
 def costs_text(costs) -> str:
@@ -119,7 +127,48 @@ def _upgrade_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE UNIQUE INDEX records_uid ON records (uid)")
 
 
-UPGRADES = {1: _upgrade_1_to_2}  # from version N to N + 1
+CONFIRMATIONS = """
+CREATE TABLE confirmations (
+    id INTEGER PRIMARY KEY,
+    task_id INTEGER NOT NULL REFERENCES tasks(id),
+    run_id INTEGER REFERENCES runs(id),
+    template_version TEXT NOT NULL,   -- of the configs it re-timed
+    through_record INTEGER NOT NULL,  -- the task's last record then: later ones may be better
+    rounds INTEGER NOT NULL,
+    seconds REAL,                     -- wall time the re-timing took
+    timestamp REAL NOT NULL,
+    host TEXT
+)"""
+
+CONFIRMED = """
+CREATE TABLE confirmed (
+    confirmation_id INTEGER NOT NULL REFERENCES confirmations(id),
+    rank INTEGER NOT NULL,            -- 1: the confirmed best
+    record_id INTEGER NOT NULL REFERENCES records(id),  -- a record of the config
+    cost REAL NOT NULL,               -- median seconds per call over the rounds
+    ratio REAL,                       -- median over rounds of cost / the fallback's
+    costs TEXT NOT NULL,              -- JSON list: seconds per call in each round
+    fallback INTEGER NOT NULL,        -- 1 for the untuned fallback config
+    PRIMARY KEY (confirmation_id, rank)
+)"""
+
+
+def _upgrade_2_to_3(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE records ADD COLUMN role TEXT NOT NULL DEFAULT 'trial'")
+    conn.execute("ALTER TABLE records ADD COLUMN ratio REAL")
+    conn.execute("ALTER TABLE records ADD COLUMN scaled_cost REAL")
+    # A version-2 record was never compared with a control: its own time is its scale.
+    conn.execute("UPDATE records SET scaled_cost = mean_cost")
+    conn.execute("DROP INDEX IF EXISTS records_best")
+    # the ranking: one task, one template version, no error, cheapest on the scale first
+    conn.execute("CREATE INDEX records_rank ON records "
+                 "(task_id, template_version, error_no, scaled_cost)")
+    conn.execute(CONFIRMATIONS)
+    conn.execute(CONFIRMED)
+    conn.execute("CREATE INDEX confirmations_task ON confirmations (task_id, id)")
+
+
+UPGRADES = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3}  # from version N to N + 1
 
 
 def create(conn: sqlite3.Connection) -> None:
@@ -127,6 +176,7 @@ def create(conn: sqlite3.Connection) -> None:
     for sql in (META, TASKS, RUNS, RECORDS_V1, *INDEXES_V1):
         conn.execute(sql)
     _upgrade_1_to_2(conn)
+    _upgrade_2_to_3(conn)
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                  (str(SCHEMA_VERSION),))
 
@@ -136,6 +186,13 @@ def create_v1(conn: sqlite3.Connection) -> None:
     for sql in (META, TASKS, RUNS, RECORDS_V1, *INDEXES_V1):
         conn.execute(sql)
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '1')")
+
+
+def create_v2(conn: sqlite3.Connection) -> None:
+    """A database as version 2 wrote it (for tests of the upgrade)."""
+    create_v1(conn)
+    _upgrade_1_to_2(conn)
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
 
 def check_header(path: str) -> None:

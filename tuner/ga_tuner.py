@@ -63,7 +63,7 @@ class GATuner(Tuner):
         """Score each measured config by its GFLOPS (0 for a failure)."""
         super().update(inputs, results)
         for inp, res in zip(inputs, results):
-            fitness = self.task.gflops(res.mean_cost) or 0.0
+            fitness = self.task.gflops(res.cost) or 0.0
             self.scored.append((fitness, inp.config.knob_indices))
 
     def _breed(self, proposed: set[int]) -> list[int]:

@@ -26,7 +26,9 @@ class MeasureResult:
     """costs: seconds per call, one per repeat (empty on error). build_time: seconds to
     instantiate and compile; run_time: seconds on the runner (load, verify, timing), of
     which verify_time checked the outputs. timestamp: Unix time at the end. host: the
-    machine and Ray node that timed it."""
+    machine and Ray node that timed it. ratio: mean_cost over the mean cost of the
+    batch's control; scaled_cost: mean_cost on the task's scale (tuner/control.py); both
+    None until the tuning loop sets them."""
     costs: tuple
     error_no: MeasureErrorNo
     error_msg: str = ""
@@ -35,6 +37,8 @@ class MeasureResult:
     host: str = ""
     run_time: float = 0.0
     verify_time: float = field(default=0.0)
+    ratio: float | None = None
+    scaled_cost: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -45,6 +49,14 @@ class MeasureResult:
     def mean_cost(self) -> float:
         """Mean seconds per call (records.mean_cost); infinity for a failed candidate."""
         return mean_cost(self.costs, self.error_no)
+
+    @property
+    def cost(self) -> float:
+        """What tuners rank and learn from: the cost on the task's scale when the loop
+        set one, else the mean cost (infinity for a failed candidate)."""
+        if not self.ok:
+            return float("inf")
+        return self.mean_cost if self.scaled_cost is None else self.scaled_cost
 
     def __repr__(self):
         what = (f"{self.mean_cost * 1e3:.3f} ms" if self.ok

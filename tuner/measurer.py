@@ -9,6 +9,10 @@ Nothing a candidate does stops the batch: a config the template rejects, a compi
 error, a hang (the task or actor is killed at its timeout), a segfault (it kills only
 its worker process, which Ray or we replace) or a wrong answer each becomes a
 MeasureResult with its error code, in input order.
+
+`time_rounds` re-times candidates against each other in alternating rounds (the
+confirmation of tuner/confirm.py); it takes their object code from the latest builds,
+kept in memory (OBJECT_CACHE_BYTES at most), and builds only what is not there.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from .ray_session import connect, timing_resource
 from .runner import Runner
 
 STARTUP_TIMEOUT = 300.0  # seconds for a new runner process to import and get ready
+OBJECT_CACHE_BYTES = 64 << 20  # object code of the latest builds kept for time_rounds
 
 
 class Measurer:
@@ -72,6 +77,8 @@ class Measurer:
         self._best: dict = {}  # task -> best mean cost measured by this Measurer
         self._runners: dict = {}  # timing resource -> runner actor
         self._build_task = None
+        self._objects: dict = {}  # (task, config index) -> object code, oldest first
+        self._object_bytes = 0
         # wall seconds spent in each phase, and candidates measured, since construction
         self.stats = {"build_s": 0.0, "run_s": 0.0, "candidates": 0}
 
@@ -111,12 +118,55 @@ class Measurer:
         start = time.perf_counter()
         built = self._build_all(inputs)
         built_at = time.perf_counter()
+        self._keep(inputs, built)
         results = [self._run(inp, b) if b["error_no"] == MeasureErrorNo.NO_ERROR else _failed(b)
                    for inp, b in zip(inputs, built)]
         self.stats["build_s"] += built_at - start
         self.stats["run_s"] += time.perf_counter() - built_at
         self.stats["candidates"] += len(inputs)
         return results
+
+    def time_rounds(self, inputs: list[MeasureInput], rounds: int,
+                    repeat_ms: int) -> list[list[float]]:
+        """Time `inputs` (configs of one task, built before or now) in `rounds` alternating
+        rounds of about `repeat_ms` milliseconds per timing on the task's runner (see
+        Runner.time_rounds); per input its seconds per call in each round, empty for one
+        that did not build or run (all empty when the runner hung or died)."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+        if self._build_task is None:
+            self.start()
+        missing = [inp for inp in inputs if (inp.task, inp.config.index) not in self._objects]
+        if missing:
+            self._keep(missing, self._build_all(missing))
+        objects = [self._objects.get((inp.task, inp.config.index)) for inp in inputs]
+        task = inputs[0].task
+        runner = self._runner(task.target)
+        timeout = self.run_timeout + rounds * len(inputs) * 2 * max(repeat_ms / 1e3, 0.01)
+        try:
+            ray.get(runner.acquire.remote())
+            out = ray.get(runner.time_rounds.remote(task.spec(), objects, repeat_ms, rounds),
+                          timeout=timeout)
+        except GetTimeoutError:
+            self._replace(task.target, kill=True)
+            return [[] for _ in inputs]
+        except (RayActorError, RayTaskError):
+            self._replace(task.target)
+            return [[] for _ in inputs]
+        return out["costs"]
+
+    def _keep(self, inputs: list[MeasureInput], built: list[dict]) -> None:
+        """Keep the object code of the candidates that built, the oldest dropped first
+        beyond OBJECT_CACHE_BYTES."""
+        for inp, b in zip(inputs, built):
+            if b["error_no"] != MeasureErrorNo.NO_ERROR or not b.get("object"):
+                continue
+            key = (inp.task, inp.config.index)
+            old = self._objects.pop(key, None)
+            self._object_bytes += len(b["object"]) - (len(old) if old else 0)
+            self._objects[key] = b["object"]
+        while self._object_bytes > OBJECT_CACHE_BYTES and self._objects:
+            self._object_bytes -= len(self._objects.pop(next(iter(self._objects))))
 
     def _build_all(self, inputs: list[MeasureInput]) -> list[dict]:
         """Build results in input order: n_parallel Ray tasks at a time, each cancelled

@@ -3,6 +3,8 @@
 One Runner lives in one Ray actor per timing host (see measurer.py) and times one built
 candidate at a time (`time_candidate`: object code in, costs or an error code out; the
 Measurer's `measure` turns whole batches of configs into MeasureResults around it).
+`time_rounds` re-times
+several built candidates against each other in alternating rounds (confirmation).
 `acquire` takes this host's timing lock (a file lock, so runners of other processes and
 other Ray instances on the host wait too) and `time_candidate` releases it. Per task it
 keeps seeded random inputs and the expected outputs (tuner.verify), computed once: from
@@ -143,6 +145,51 @@ class Runner:
                     return done(MeasureErrorNo.WRONG_ANSWER, f"output {tensor.name}: {problem}")
             out["verify_time"] = time.perf_counter() - verify_start
         return done()
+
+    def time_rounds(self, spec: dict, objects: list, repeat_ms: int, rounds: int) -> dict:
+        """Load `objects` (object code of candidates of task `spec`, None for one that
+        did not build) and time them in `rounds` alternating rounds: each round times
+        every candidate once, for about `repeat_ms` milliseconds, in order, and in
+        reverse order every other round, so that a drift of the host's speed falls on
+        all of them alike (tuner/confirm.py). Outputs are not checked: each candidate
+        was checked when it was measured. Then release the host's timing lock (see
+        acquire). Returns {"costs": [seconds per call in each round, one list per
+        candidate, empty for one that failed], "errors": [message or "" per
+        candidate], "host"}."""
+        try:
+            return self._time_rounds(Task.from_spec(spec), objects, repeat_ms, rounds)
+        finally:
+            self._release()
+
+    def _time_rounds(self, task: Task, objects: list, repeat_ms: int, rounds: int) -> dict:
+        inputs, out_tensors, _ = self._task_data(task, False)
+        arrays = [*inputs, *(unwritten(t) for t in out_tensors)]
+        timers, errors = [], []
+        for obj in objects:
+            timer, error = None, "it did not build"
+            if obj is not None:
+                try:
+                    f = compiler.runtime.load_object(obj, task.target)
+                    start = time.perf_counter()
+                    f(*arrays)  # the warm-up call, and how many calls make repeat_ms
+                    first = time.perf_counter() - start
+                    number = max(1, min(int(repeat_ms / 1e3 / max(first, 1e-9)), 1 << 30))
+                    timer, error = f.time_evaluator(number=number, repeat=1, warmup=False), ""
+                except Exception as err:  # noqa: BLE001
+                    error = error_message(err)
+            timers.append(timer)
+            errors.append(error)
+        costs: list[list[float]] = [[] for _ in objects]
+        for r in range(rounds):
+            order = range(len(objects)) if r % 2 == 0 else reversed(range(len(objects)))
+            for i in order:
+                if timers[i] is None:
+                    continue
+                try:
+                    costs[i] += timers[i](*arrays).results
+                except Exception as err:  # noqa: BLE001
+                    timers[i], costs[i], errors[i] = None, [], error_message(err)
+        return {"costs": costs, "errors": errors, "host": self.host}
 
 
 def _llc_bytes() -> int:

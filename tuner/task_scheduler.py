@@ -8,15 +8,22 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
         states = scheduler.run()
 
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
-measurer measures them, the tuner learns from them (`update`), the batch is logged as one
-transaction, then the callbacks run. Per task the loop keeps the trials done, the
-best-so-far curve, the errors and why the task left the rotation (TaskState).
+measurer measures them together with the task's control (its best so far, the fallback
+until there is one: tuner/control.py), their costs are chained to the task's scale, the
+tuner learns from them (`update`), the batch is logged as one transaction (the control
+as a record of role "control"), then the callbacks run. Per task the loop keeps the
+trials done, the best-so-far curve, the errors and why the task left the rotation
+(TaskState). The control is not a trial: it is not counted, and the tuner is not told.
 
 With a log, every task resumes from what it holds (`resume`) and gets a `runs` row of its
 own, closed when the run ends; and the untuned fallback config of every task is measured
 once first (unless the log holds it), as the baseline that progress is shown against.
-Without a log nothing is read or written and no baseline is measured: every measurement
-is a trial of the tuner.
+Without a log nothing is read or written and no baseline is measured.
+
+When the run ends (any of the ends below but an exception), every task that measured
+trials, or whose log holds records that were never confirmed, is confirmed
+(tuner/confirm.py): its top configs and the fallback re-timed in alternating rounds, in
+at most confirm.BUDGET_SHARE of its tuning time; the confirmed ranking is logged.
 
 The order: after the fallbacks, every task gets one batch; after that each batch goes to
 the task whose best cost fell the most, relative to itself, per trial over its last two
@@ -40,6 +47,8 @@ from dataclasses import dataclass, field
 from records import MeasureErrorNo
 from search_spaces import SpaceError
 
+from .confirm import BUDGET_SHARE, Confirmation, candidates, confirm, plan
+from .control import chain, place
 from .measure import MeasureInput, MeasureResult
 from .registry import make_tuners, tuner_name
 from .task import Task
@@ -60,7 +69,9 @@ class TaskState:
     `curve` holds (trials done, best cost) after every measured batch, from (0, best at
     start).
     `finished` says why the task left the rotation (None while it is in it). `run_id`:
-    the task's row in the log's runs (None without a log)."""
+    the task's row in the log's runs (None without a log). Costs are on the task's
+    scale (tuner/control.py); `factor` turns the last batch's seconds into it.
+    `confirmation`: the task's confirmed ranking once the run confirmed it."""
     task: Task
     tuner: Tuner
     tuner_name: str
@@ -74,15 +85,21 @@ class TaskState:
     curve: list = field(default_factory=list)
     last_improved: int = 0
     finished: str | None = None
+    factor: float = 1.0
+    confirmation: Confirmation | None = None
 
     @property
     def best_cost(self) -> float:
-        """Seconds per call of the best config, this run or logged before (inf: none)."""
+        """Seconds per call of the best config on the task's scale, this run or logged
+        before (inf: none): what the loop steers by."""
         return self.tuner.best_cost
 
     @property
     def best_gflops(self) -> float | None:
-        """GFLOPS of the best config (None: none measured well)."""
+        """GFLOPS of the best config: at its confirmed time once confirmed (None: none
+        measured well)."""
+        if self.confirmation is not None:
+            return self.task.gflops(self.confirmation.best.cost)
         return self.task.gflops(self.best_cost)
 
     @property
@@ -92,7 +109,10 @@ class TaskState:
 
     @property
     def speedup(self) -> float | None:
-        """How many times faster the best is than the untuned fallback config."""
+        """How many times faster the best is than the untuned fallback config (once
+        confirmed: in the confirmation's rounds)."""
+        if self.confirmation is not None and self.confirmation.speedup is not None:
+            return self.confirmation.speedup
         if self.fallback_cost is None or not math.isfinite(self.best_cost):
             return None
         return self.fallback_cost / self.best_cost
@@ -125,20 +145,23 @@ class TaskScheduler:
     on_batch: `on_batch(scheduler, state)` after each batch and fallback measurement.
     callbacks: functions `cb(tuner, inputs, results)` called after every batch of trials
         (not the fallbacks); one that raises StopTuning stops the run after that batch.
+    reconfirm: confirm every task at the end, even one whose log's confirmation is
+        current (default False). With trials=0 a run only resumes, measures missing
+        fallbacks and confirms: what `autosched log confirm` does.
     """
 
     def __init__(self, tasks, trials: int, measurer, db=None, tuner="xgb",
                  early_stopping: int | None = None, seed: int | None = None,
                  batch_size: int = 16, time_budget: float | None = None, on_batch=None,
-                 callbacks=()):
+                 callbacks=(), reconfirm: bool = False):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
         if len(set(tasks)) != len(tasks):
             raise ValueError("TaskScheduler: a task is given twice")
-        for name, value in (("trials", trials), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TaskScheduler: {name} must be a positive integer, "
+        for name, value, least in (("trials", trials, 0), ("batch_size", batch_size, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"TaskScheduler: {name} must be an integer >= {least}, "
                                  f"got {value!r}")
         self.tuners = make_tuners(tuner, tasks, seed)
         self.tasks, self.trials, self.measurer, self.db = tasks, trials, measurer, db
@@ -146,7 +169,7 @@ class TaskScheduler:
         self.tuner_name = ", ".join(dict.fromkeys(tuner_name(t) for t in self.tuners))
         self.early_stopping, self.seed = early_stopping, seed
         self.batch_size, self.time_budget, self.on_batch = batch_size, time_budget, on_batch
-        self.callbacks = tuple(callbacks)
+        self.callbacks, self.reconfirm = tuple(callbacks), reconfirm
         self.states: list[TaskState] = []
         self.stop_reason: str | None = None   # why run() ended
         self.started = time.monotonic()
@@ -203,6 +226,8 @@ class TaskScheduler:
                 self.stop_reason = self._why_stop()
                 if self.stop_reason is None:
                     self._batch(self._pick())
+            for state in self.states:
+                self._confirm(state)
         finally:
             self.in_flight = None
             if self.db is not None:
@@ -231,11 +256,18 @@ class TaskScheduler:
                    and s.tuner.space.fallback().index not in s.tuner.visited]
         measure = self.db is not None and bool(missing) and self._stop_requested is None
         if measure:
-            inputs = [MeasureInput(s.task, s.tuner.space.fallback()) for s in missing]
-            results = self.measurer.measure(inputs)
-            for state, inp, res in zip(missing, inputs, results):
-                self._learn(state, [inp], [res])
-                state.fallback_cost = res.mean_cost if res.ok else None
+            # a task resumed with a best has it timed beside the fallback, as the control
+            # that puts the fallback on the task's scale; a new task's fallback anchors it
+            batches = [[MeasureInput(s.task, s.tuner.space.fallback())]
+                       + ([MeasureInput(s.task, s.tuner.best_config)]
+                          if s.tuner.best_config is not None else []) for s in missing]
+            results = self.measurer.measure([inp for batch in batches for inp in batch])
+            for state, inputs in zip(missing, batches):
+                got, results = results[:len(inputs)], results[len(inputs):]
+                at, scaled = (1, state.best_cost) if len(inputs) == 2 else (0, None)
+                got, state.factor = chain(got, at, scaled, state.factor)
+                self._learn(state, inputs, got, ["fallback", "control"][:len(inputs)])
+                state.fallback_cost = got[0].cost if got[0].ok else None
         for state in self.states:
             state.curve.append((0, state.best_cost))  # where this run's trials start from
             if measure and self.on_batch is not None:
@@ -288,11 +320,19 @@ class TaskScheduler:
         configs = tuner.next_batch(self._batch_trials())
         if configs:
             tuner.visited.update(c.index for c in configs)  # in flight: never proposed again
-            inputs = [MeasureInput(state.task, c) for c in configs]
+            control = tuner.best_config if tuner.best_config is not None \
+                else tuner.space.fallback()
+            inputs, at = place([MeasureInput(state.task, c) for c in configs],
+                               MeasureInput(state.task, control))
             self.in_flight = state
             results = self.measurer.measure(inputs)
             self.in_flight = None
-            self._learn(state, inputs, results)
+            scaled = state.best_cost if tuner.best_config is not None else None
+            results, state.factor = chain(results, at, scaled, state.factor)
+            roles = ["trial"] * len(inputs)
+            roles[at] = "control"
+            self._learn(state, inputs, results, roles)
+            del inputs[at], results[at]
             state.done += len(inputs)
             if state.best_cost < before:
                 state.last_improved = state.done
@@ -308,14 +348,38 @@ class TaskScheduler:
         if self.on_batch is not None:
             self.on_batch(self, state)
 
-    def _learn(self, state: TaskState, inputs: list, results: list) -> None:
-        """Give a measured batch of `state`'s task to its tuner, log it (one transaction,
-        with a log) and count its errors."""
-        state.tuner.update(inputs, results)
+    def _learn(self, state: TaskState, inputs: list, results: list, roles: list) -> None:
+        """Give a measured batch of `state`'s task to its tuner (but its control), log it
+        (one transaction, with a log) and count its errors."""
+        kept = [(i, r) for i, r, role in zip(inputs, results, roles) if role != "control"]
+        state.tuner.update([i for i, _ in kept], [r for _, r in kept])
         if self.db is not None:
             self.db.add(state.task, inputs, results, tuner=state.tuner_name,
-                        run_id=state.run_id)
+                        run_id=state.run_id, roles=roles)
         state.errors.update(r.error_no.name for r in results if not r.ok)
+
+    def _confirm(self, state: TaskState) -> None:
+        """Confirm `state`'s task (see the module docstring) when it measured trials in
+        this run, or its log holds valid records no confirmation covers; log it."""
+        task = state.task
+        if not state.done and not self.reconfirm and (
+                self.db is None or self.db.confirmation(task) is not None):
+            return
+        measured = sorted((res.cost, inp.config.index, inp.config)
+                          for inp, res in state.tuner.measured if res.ok)
+        if not measured:
+            return
+        configs = candidates(task, [config for _, _, config in measured])
+        rounds, repeat_ms = plan(len(configs), BUDGET_SHARE * state.seconds
+                                 if state.done else None)
+        self.in_flight = state
+        state.confirmation = confirm(task, configs, self.measurer, rounds, repeat_ms)
+        self.in_flight = None
+        if state.confirmation is not None and self.db is not None:
+            self.db.add_confirmation(task, state.confirmation.ranking, rounds,
+                                     state.confirmation.seconds, run_id=state.run_id)
+        if self.on_batch is not None:
+            self.on_batch(self, state)
 
     def _call_back(self, tuner: Tuner, inputs: list, results: list) -> None:
         """Call every callback on a batch of trials; one that raises StopTuning asks the
@@ -333,7 +397,7 @@ def _fallback_cost(tuner: Tuner) -> float | None:
     index = tuner.space.fallback().index
     for inp, res in tuner.measured:
         if inp.config.index == index and res.ok:
-            return res.mean_cost
+            return res.cost
     return None
 
 
@@ -343,11 +407,14 @@ def resume(tuner: Tuner, db) -> int:
 
     A record made with another version of the template, or whose knobs no longer fit the
     space, is skipped with one warning for all of them: its config cannot be proposed
-    again, so it cannot be measured twice either.
+    again, so it cannot be measured twice either. A batch's control is a second timing
+    of a config given already, and is not given again.
     """
     task = tuner.task
     inputs, results, stale, misfits = [], [], 0, []
     for r in db.records(task):
+        if r.role == "control":
+            continue
         try:
             config = r.config
         except SpaceError as err:
@@ -359,7 +426,8 @@ def resume(tuner: Tuner, db) -> int:
         inputs.append(MeasureInput(task, config))
         results.append(MeasureResult(r.costs, MeasureErrorNo(r.error_no), r.error_msg,
                                      r.build_time or 0.0, r.timestamp, r.host,
-                                     r.run_time or 0.0, r.verify_time or 0.0))
+                                     r.run_time or 0.0, r.verify_time or 0.0, r.ratio,
+                                     r.scaled_cost if r.ok else None))
     if stale or misfits:
         warnings.warn(f"{db.path}: skipped {stale + len(misfits)} records of {task} when "
                       f"resuming: {stale} made with another version of the template, "

@@ -4,6 +4,10 @@
     result = tune(Task("matmul", (512, 512, 512)), 200, tuner="xgb", db="tune.db")
     result.best_config, result.best_gflops
 
+The best is the confirmed one: when the run ends, the top configs and the fallback are
+re-timed in alternating rounds (tuner/confirm.py), and the fastest of them, never slower
+than the fallback, is the result.
+
 With `db`, every record of the task already in the log is given to the tuner first
 (`warm_start`), so a second run never measures a config again and its best includes
 the first run's; the untuned fallback config is measured once (unless the log holds it)
@@ -25,14 +29,17 @@ from .task_scheduler import TaskScheduler
 
 @dataclass
 class TuneResult:
-    """What a tuning run found. best_cost in seconds (inf when nothing measured well);
-    trials: this run's measurements (the fallback baseline is none); history: (trials
-    done, best GFLOPS so far) after each batch."""
+    """What a tuning run found: the confirmed best config and its confirmed seconds per
+    call (tuner/confirm.py; without a confirmation, the best on the task's scale; inf
+    when nothing measured well); trials: this run's measurements (the fallback baseline
+    and the batches' controls are none); history: (trials done, best GFLOPS so far)
+    after each batch; confirmation: the confirmed ranking (None: none)."""
     task: Task
     best_config: object = None
     best_cost: float = math.inf
     trials: int = 0
     history: list = field(default_factory=list)
+    confirmation: object = None
 
     @property
     def best_gflops(self) -> float:
@@ -77,4 +84,8 @@ def tune(task: Task, trials: int, tuner="xgb", db=None, measurer=None,
             measurer.close()
         if own_db:
             db.close()
+    confirmed = state.confirmation
+    if confirmed is not None:
+        return TuneResult(task, confirmed.best.config, confirmed.best.cost, state.done,
+                          state.history, confirmed)
     return TuneResult(task, made.best_config, made.best_cost, state.done, state.history)

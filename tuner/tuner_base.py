@@ -22,7 +22,9 @@ class Tuner:
 
     visited: indices of the configs measured or in flight (the loop adds a batch's
       before measuring it); measured: (input, result) of every config measured;
-      best_config / best_cost: the best of those (None / inf before one measured well).
+      best_config / best_cost: the best of those (None / inf before one measured well),
+      by MeasureResult.cost: on the task's scale, so timings taken while the host ran
+      faster or slower are compared fairly (tuner/control.py).
     """
 
     name: str | None = None  # the tuner's name in registry.TUNERS (set by each subclass)
@@ -46,8 +48,8 @@ class Tuner:
         for inp, res in zip(inputs, results):
             self.visited.add(inp.config.index)
             self.measured.append((inp, res))
-            if res.ok and res.mean_cost < self.best_cost:
-                self.best_cost, self.best_config = res.mean_cost, inp.config
+            if res.ok and res.cost < self.best_cost:
+                self.best_cost, self.best_config = res.cost, inp.config
 
     def has_next(self) -> bool:
         """Whether the space still has configs never proposed."""

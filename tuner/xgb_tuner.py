@@ -120,7 +120,7 @@ class XGBTuner(Tuner):
         if sum(res.ok for _, res in self.measured) < self.min_train:
             return
         self.model.fit([inp.config for inp, _ in self.measured],
-                       [res.mean_cost for _, res in self.measured])
+                       [res.cost for _, res in self.measured])
         candidates = self.optimizer.find_maximums(
             self.model, round(self.plan_size * self.diversity), self.visited, self.np_rng)
         values = self.optimizer.values(np.array(candidates, dtype=np.int64))

@@ -19,20 +19,42 @@ def bowl_cost(config) -> float | None:
 
 
 class FakeMeasurer:
-    """`.measure(inputs)` as Measurer's, costs from `cost(config)` (None: a failure).
-    `measured` lists every config index measured, in order; `batches` the batch sizes."""
+    """`.measure(inputs)` and `.time_rounds(inputs, rounds, repeat_ms)` as Measurer's,
+    costs from `cost(config)` (None: a failure) times `speed(n)`, the host's slowness at
+    the n-th call of either (from 0; default 1: no drift). `measured` lists every config
+    index measured, in order; `batches` the batch sizes; `confirmed` the config indices
+    of each time_rounds call."""
 
-    def __init__(self, cost=bowl_cost):
-        self.cost = cost
+    def __init__(self, cost=bowl_cost, speed=lambda n: 1.0):
+        self.cost, self.speed = cost, speed
         self.measured: list[int] = []
         self.batches: list[int] = []
+        self.batch_indices: list[list[int]] = []
+        self.confirmed: list[list[int]] = []
+        self.calls = 0
+
+    def time_rounds(self, inputs, rounds: int, repeat_ms: int) -> list[list[float]]:
+        self.confirmed.append([inp.config.index for inp in inputs])
+        out = [[] for _ in inputs]
+        for _ in range(rounds):
+            slow = self.speed(self.calls)
+            self.calls += 1
+            for i, inp in enumerate(inputs):
+                cost = self.cost(inp.config)
+                if cost is not None:
+                    out[i].append(cost * slow)
+        return out
 
     def measure(self, inputs) -> list[MeasureResult]:
         self.batches.append(len(inputs))
+        self.batch_indices.append([inp.config.index for inp in inputs])
+        slow = self.speed(self.calls)
+        self.calls += 1
         out = []
         for inp in inputs:
             self.measured.append(inp.config.index)
             cost = self.cost(inp.config)
+            cost = None if cost is None else cost * slow
             if cost is None:
                 out.append(MeasureResult((), MeasureErrorNo.INSTANTIATION_ERROR,
                                          "the fake template rejects this config",
@@ -42,3 +64,11 @@ class FakeMeasurer:
                                          build_time=0.01, timestamp=time.time(), host="fake",
                                          run_time=0.02, verify_time=0.005))
         return out
+
+
+def trials_of(measurer: FakeMeasurer, fallback_batch: bool = False) -> list[int]:
+    """The config indices `measurer` measured as trials: each batch without its control
+    (the TaskScheduler puts it in the middle), and without the first batch when it was
+    the fallback baseline's."""
+    batches = measurer.batch_indices[1:] if fallback_batch else measurer.batch_indices
+    return [i for b in batches for n, i in enumerate(b) if n != (len(b) - 1) // 2]

@@ -20,6 +20,8 @@ AUTOSCHED = Path(sys.executable).parent / "autosched"
 BATCH = 4
 TASKS = [{"template": "matmul", "args": [16, 16, 16]},
          {"template": "dense_bias_relu", "args": [16, 16, 16]}]
+# what `tuned` logs: 16 trials, the fallback of each task, a control in each batch
+RECORDS = 16 + len(TASKS) + 16 // BATCH
 
 pytestmark = pytest.mark.slow
 
@@ -67,11 +69,13 @@ def test_tune_with_a_tasks_file_logs_every_batch_and_prints_a_line_for_each(tune
     tasks = query("log", "tasks", "--db", "tune.db", cwd=where)
     assert [(t["template"], t["args"][:3]) for t in tasks] == \
         [(t["template"], t["args"]) for t in TASKS]
-    # 16 trials shared out, plus the untuned fallback config of each task measured once
-    assert sum(t["records"] for t in tasks) == 16 + len(TASKS)
-    assert all(t["best_gflops"] > 0 for t in tasks)
+    # 16 trials shared out, plus the untuned fallback config of each task measured once,
+    # plus the control of each batch; then each task confirmed
+    assert sum(t["records"] for t in tasks) == RECORDS
+    assert all(t["best_gflops"] > 0 and t["confirmed"] for t in tasks)
     lines = result.stdout.splitlines()
     assert sum("fallback config" in line for line in lines) == len(TASKS)
+    assert sum(": confirmed: best" in line and "rounds" in line for line in lines) == len(TASKS)
     batch_lines = [line for line in lines if ", run " in line]
     assert len(batch_lines) == 16 // BATCH and "run 16/16" in batch_lines[-1]
     assert all("GFLOPS" in line and "ETA" in line for line in batch_lines)
@@ -89,10 +93,13 @@ def test_tune_resumes_from_the_log_and_never_measures_a_config_twice(tuned, tmp_
     assert result.returncode == 0, result.stderr
     after = {t["template"]: t["records"]
              for t in query("log", "tasks", "--db", "resumed.db", cwd=tmp_path)}
-    assert after == {**before, "matmul": before["matmul"] + BATCH}  # the fallback was logged
+    # a batch and its control; the fallback was logged
+    assert after == {**before, "matmul": before["matmul"] + BATCH + 1}
     exported = run("log", "export", "matmul", 16, 16, 16, "--db", "resumed.db", cwd=tmp_path)
-    indices = [json.loads(line)["config"]["config_index"] for line in exported.stdout.splitlines()]
-    assert len(indices) == after["matmul"] == len(set(indices))
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    indices = [line["config"]["config_index"] for line in lines
+               if line["result"]["role"] != "control"]
+    assert len(lines) == after["matmul"] and len(indices) == len(set(indices))
     assert not (tmp_path / "autosched.db").exists()
 
 
@@ -106,7 +113,7 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
         start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while (seen := records_in(db)) < 1 + BATCH:  # the fallback and one batch
+        while (seen := records_in(db)) < 1 + BATCH + 1:  # the fallback, one batch, its control
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         if signum == signal.SIGINT:  # a terminal's Ctrl-C: the whole process group
@@ -119,8 +126,10 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, (out, err)
     total = records_in(db)
-    trials = total - 1  # the fallback config is no trial
-    assert trials % BATCH == 0 and total >= seen + BATCH  # the batch in flight finished
+    # the fallback config is no trial, nor is the control of each batch
+    batches, rest = divmod(total - 1, BATCH + 1)
+    trials = batches * BATCH
+    assert rest == 0 and total >= seen + BATCH + 1  # the batch in flight finished
     assert f"{trials} trials in" in out and signal.Signals(signum).name in out
     assert "Traceback" not in err
 
@@ -132,10 +141,12 @@ def test_log_best_names_the_task_by_its_arguments_or_its_id(tuned):
     tasks = query("log", "tasks", "--db", "tune.db", cwd=where)
     best = query("log", "best", "matmul", 16, 16, 16, "--db", "tune.db", cwd=where)
     assert best == query("log", "best", "--task", tasks[0]["id"], "--db", "tune.db", cwd=where)
-    assert best["gflops"] == pytest.approx(tasks[0]["best_gflops"])
+    assert best["confirmed_gflops"] == pytest.approx(tasks[0]["best_gflops"])
+    assert best["confirmed_rank"] == 1 and best["gflops"] > 0  # and the logged figure
     assert set(best["knobs"]) == set(best["knobs_readable"]) and "tile_x" in best["knobs"]
     table = run("log", "best", "matmul", 16, 16, 16, "--db", "tune.db", cwd=where).stdout
-    assert "tile_x" in table and "GFLOPS" in table
+    assert "tile_x" in table and "GFLOPS" in table and "confirmed" in table
+    assert "logged" in table
     ambiguous = run("log", "best", "--db", "tune.db", cwd=where)
     assert ambiguous.returncode == 2 and "--task ID" in ambiguous.stderr
 
@@ -145,12 +156,14 @@ def test_log_top_history_and_failures(tuned):
     top = query("log", "top", "dense_bias_relu", 16, 16, 16, "-k", 3, "--db", "tune.db",
                 cwd=where)
     assert 1 <= len(top) <= 3
-    assert [r["gflops"] for r in top] == sorted((r["gflops"] for r in top), reverse=True)
+    assert [r["confirmed_rank"] for r in top] == [1, 2, 3][:len(top)]
+    ratios = [r["confirmed_ratio"] for r in top]
+    assert ratios == sorted(ratios) and ratios[0] <= 1.0  # never slower than the fallback
     history = query("log", "history", "dense_bias_relu", 16, 16, 16, "--db", "tune.db",
                     cwd=where)
     assert [p["trial"] for p in history] == list(range(1, len(history) + 1))
     bests = [p["best_gflops"] for p in history if p["best_gflops"] is not None]
-    assert bests == sorted(bests) and bests[-1] == pytest.approx(top[0]["gflops"])
+    assert bests == sorted(bests) and bests[-1] > 0
     failures = query("log", "failures", "--db", "tune.db", cwd=where)
     tasks = query("log", "tasks", "--db", "tune.db", cwd=where)
     assert sum(f["count"] for f in failures) == sum(t["errors"] for t in tasks)
@@ -161,7 +174,7 @@ def test_log_top_history_and_failures(tuned):
 def test_log_stats(tuned):
     where, _ = tuned
     stats = query("log", "stats", "--db", "tune.db", cwd=where)
-    assert stats["tasks"] == len(TASKS) and stats["records"] == 16 + len(TASKS)
+    assert stats["tasks"] == len(TASKS) and stats["records"] == RECORDS
     assert stats["bytes"] > 0 and sum(stats["failures"].values()) == stats["errors"]
 
 
@@ -169,7 +182,7 @@ def test_log_export_import_and_merge_move_every_record_once(tuned, tmp_path):
     where, _ = tuned
     exported = run("log", "export", "--db", where / "tune.db", cwd=tmp_path)
     lines = exported.stdout.splitlines()
-    assert len(lines) == 16 + len(TASKS) and all(json.loads(line) for line in lines)
+    assert len(lines) == RECORDS and all(json.loads(line) for line in lines)
     best = run("log", "export", "--best-only", "-o", "best.jsonl", "--db", where / "tune.db",
                cwd=tmp_path)
     assert best.returncode == 0 and len((tmp_path / "best.jsonl").read_text().splitlines()) == 2
@@ -228,7 +241,7 @@ def test_bench_times_the_fallback_the_best_logged_config_and_the_references(tune
     where, _ = tuned
     out = query("bench", "matmul", 16, 16, 16, "--repeat", 2, "--db", "tune.db", cwd=where)
     names = [k["name"] for k in out["kernels"]]
-    assert names[0] == "fallback config" and names[1].startswith("best logged")
+    assert names[0] == "fallback config" and names[1].startswith("confirmed best")
     assert "numpy" in names and "numpy reference (float64)" not in names  # float32 numpy
     assert all(k["correct"] and k["seconds"] > 0 and k["gflops"] > 0 for k in out["kernels"])
     assert out["best_logged"]["config_index"] is not None

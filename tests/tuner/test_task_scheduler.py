@@ -1,7 +1,9 @@
 """TaskScheduler with a fake measurer: how it splits the trials between tasks, that it
 stops where it says it does (trials, time budget, early stopping, stop()), that every
-batch is logged, and that a second run measures no config twice."""
+batch is logged with its control, and that a second run measures no config twice."""
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
@@ -37,6 +39,12 @@ def run(tmp_path, tasks, trials, measurer=None, **options):
     return scheduler, states, logged, measurer
 
 
+def roles(tmp_path) -> Counter:
+    """The log's records by role: trials, fallbacks and the batches' controls."""
+    with records.Database(tmp_path / "tune.db") as db:
+        return Counter(r["role"] for r in db.record_rows())
+
+
 def test_a_task_that_stopped_improving_gets_fewer_trials(tmp_path):
     improving_too = Task("matmul", (48, 48, 48))
     measurer = FakeMeasurer(flat_for(FLAT))
@@ -51,7 +59,9 @@ def test_a_task_that_stopped_improving_gets_fewer_trials(tmp_path):
 def test_every_batch_and_the_fallbacks_are_logged(tmp_path):
     scheduler, states, logged, measurer = run(tmp_path, [FLAT, IMPROVING], 40)
     assert measurer.batches[0] == 2  # the two fallback configs, measured once together
-    assert sum(logged.values()) == 40 + 2 == len(measurer.measured)
+    assert measurer.batches[1:] == [8 + 1] * 5  # each batch with its control
+    assert roles(tmp_path) == {"trial": 40, "fallback": 2, "control": 5}
+    assert sum(logged.values()) == 40 + 2 + 5 == len(measurer.measured)
     assert all(s.fallback_cost is not None and s.speedup >= 1.0 for s in states)
 
 
@@ -67,7 +77,7 @@ def test_stop_ends_the_run_after_the_batch_in_flight(tmp_path):
     scheduler, states, logged, _ = run(tmp_path, [IMPROVING], 400, measurer,
                                        on_batch=on_batch)
     assert scheduler.stop_reason == "SIGINT"
-    assert states[0].done == 16 and sum(logged.values()) == 16 + 1
+    assert states[0].done == 16 and sum(logged.values()) == 16 + 1 + 2  # and 2 controls
 
 
 def test_a_callback_raising_stop_tuning_ends_the_run_after_its_logged_batch(tmp_path):
@@ -82,7 +92,8 @@ def test_a_callback_raising_stop_tuning_ends_the_run_after_its_logged_batch(tmp_
                                        callbacks=[stop_at_third, lambda *batch: None])
     assert scheduler.stop_reason == "stopped by a callback"
     assert [n for _, n in seen] == [8, 8, 8] and {t for t, _ in seen} == {FLAT, IMPROVING}
-    assert scheduler.done == 24 and sum(logged.values()) == 24 + 2  # and the fallbacks
+    assert scheduler.done == 24 and roles(tmp_path) == {"trial": 24, "fallback": 2,
+                                                        "control": 3}
 
 
 def test_the_time_budget_is_not_overrun_by_a_batch(tmp_path):
@@ -110,11 +121,11 @@ def test_a_second_run_measures_no_config_twice(tmp_path):
     run(tmp_path, [FLAT, IMPROVING], 48)
     _, states, logged, second = run(tmp_path, [FLAT, IMPROVING], 48)
     assert sum(s.resumed for s in states) == 48 + 2  # the first run's trials and fallbacks
-    assert sum(logged.values()) == 2 * 48 + 2  # the fallbacks only once
-    assert second.batches[0] == 8  # no fallback batch: the log had them
+    assert roles(tmp_path) == {"trial": 2 * 48, "fallback": 2, "control": 2 * 6}
+    assert second.batches[0] == 8 + 1  # no fallback batch: the log had them
     with records.Database(tmp_path / "tune.db") as db:
         for task in (FLAT, IMPROVING):
-            indices = [r.config_index for r in db.records(task)]
+            indices = [r.config_index for r in db.records(task) if r.role != "control"]
             assert len(indices) == len(set(indices))
 
 

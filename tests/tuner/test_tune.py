@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import records
-from fake_measurer import FakeMeasurer
+from fake_measurer import FakeMeasurer, bowl_cost
 from tuner import Measurer, Task
 from tuner.random_tuner import RandomTuner
 from tuner.tune import tune
@@ -32,8 +32,9 @@ def task():
 def test_a_tuner_given_by_name_tunes(task, name):
     measurer = FakeMeasurer()
     result = tune(task, 20, tuner=name, measurer=measurer, seed=0, batch_size=8)
-    assert result.trials == 20 and measurer.batches == [8, 8, 4]
+    assert result.trials == 20 and measurer.batches == [8 + 1, 8 + 1, 4 + 1]  # + controls
     assert result.best_config.index in measurer.measured and math.isfinite(result.best_cost)
+    assert result.confirmation is not None and result.best_cost == bowl_cost(result.best_config)
 
 
 def test_an_unknown_tuner_name_is_a_value_error_naming_the_choices(task):
@@ -45,8 +46,8 @@ def test_a_tuner_instance_is_used_as_it_is(task):
     tuner = RandomTuner(task, seed=5)
     measurer = FakeMeasurer()
     tune(task, 8, tuner=tuner, measurer=measurer)
-    assert sorted(measurer.measured) == sorted(tuner.visited)
-    assert len(tuner.measured) == 8
+    assert set(tuner.visited) <= set(measurer.measured)
+    assert len(measurer.measured) == 8 + 1 and len(tuner.measured) == 8  # + the control
     with pytest.raises(ValueError, match="made for Task"):
         tune(Task("matmul", (8, 8, 8)), 8, tuner=tuner, measurer=measurer)
 
@@ -66,7 +67,8 @@ def test_without_a_measurer_tune_makes_one_and_closes_it(task, monkeypatch):
 
     monkeypatch.setattr(tune_module, "Measurer", Made)
     tune(task, 4, tuner="grid")
-    assert len(made) == 1 and made[0].measured == [0, 1, 2, 3] and made[0].closed
+    fallback = task.config_space.fallback().index  # the control, amid the batch
+    assert len(made) == 1 and made[0].measured == [0, 1, fallback, 2, 3] and made[0].closed
 
 
 def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tmp_path):
@@ -74,10 +76,15 @@ def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tm
     first_measurer = FakeMeasurer()
     first = tune(task, 32, tuner="random", db=path, measurer=first_measurer, seed=0)
     # everything new is slow: the best of the second run can only come from the log
-    second_measurer = FakeMeasurer(cost=lambda config: 1.0)
+    seen = set(first_measurer.measured)
+    second_measurer = FakeMeasurer(
+        cost=lambda config: bowl_cost(config) if config.index in seen else 1.0)
     second = tune(task, 32, tuner="grid", db=str(path), measurer=second_measurer)
-    assert len(second_measurer.measured) == 32
-    assert not set(first_measurer.measured) & set(second_measurer.measured)
+    assert len(second_measurer.measured) == 32 + 2  # and a control in each batch
+    trials = [i for n, i in enumerate(second_measurer.measured) if n not in (8, 16 + 1 + 8)]
+    assert not seen & set(trials)
+    assert {second_measurer.measured[8], second_measurer.measured[25]} == \
+        {first.best_config.index}  # the control: the log's best
     assert second.best_config == first.best_config and second.best_cost == first.best_cost
     with records.Database(path) as db:
         logged = db.records(task)
@@ -85,12 +92,12 @@ def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tm
     assert [r.config_index for r in logged] == first_measurer.measured + second_measurer.measured
     # the first run measured the fallback baseline first (no trial); the second found it
     assert logged[0].config_index == task.config_space.fallback().index
-    assert len(first_measurer.measured) == 1 + 32
+    assert len(first_measurer.measured) == 1 + 32 + 2
     assert [(r["tuner"], r["trials"]) for r in runs] == [("random", 32), ("grid", 32)]
     assert all(r["end"] is not None for r in runs)
     assert runs[0]["best_gflops"] == pytest.approx(first.best_gflops)
-    assert {r.run_id for r in logged[:33]} == {runs[0]["id"]}
-    assert {r.run_id for r in logged[33:]} == {runs[1]["id"]}
+    assert {r.run_id for r in logged[:35]} == {runs[0]["id"]}
+    assert {r.run_id for r in logged[35:]} == {runs[1]["id"]}
 
 
 def test_records_of_another_template_version_are_skipped_with_a_warning(task, tmp_path):
@@ -102,8 +109,9 @@ def test_records_of_another_template_version_are_skipped_with_a_warning(task, tm
         again = FakeMeasurer()
         with pytest.warns(UserWarning, match="3 made with another version of the template"):
             tune(task, 8, tuner="grid", db=db, measurer=again)
-        assert again.measured == [0, 1, 2, 8, 9, 10, 11, 12]
-        assert db.count() == 1 + 16  # the fallback baseline, measured by the first run only
+        assert again.measured[:4] + again.measured[5:] == [0, 1, 2, 8, 9, 10, 11, 12]
+        # the fallback baseline, measured by the first run only, and a control per batch
+        assert db.count() == 1 + 16 + 2
 
 
 @pytest.mark.slow
@@ -129,9 +137,13 @@ def logged_kinds(path) -> dict:
         task, = conn.execute("SELECT * FROM tasks")
         fallback = Task(task["template"], json.loads(task["args"])).config_space.fallback()
         run, = conn.execute("SELECT * FROM runs")
-        return {"tables": {t: filled(t) for t in ("tasks", "runs", "records")},
+        return {"tables": {t: filled(t) for t in ("tasks", "runs", "records",
+                                                   "confirmations")},
                 "fallback first": [r[0] == fallback.index for r in conn.execute(
                     "SELECT config_index FROM records ORDER BY id")],
+                "roles": [r[0] for r in conn.execute("SELECT role FROM records ORDER BY id")],
+                "confirmed": conn.execute("SELECT COUNT(*), SUM(fallback) FROM confirmed"
+                                          ).fetchone()[:],
                 "errors": [r[0] for r in conn.execute("SELECT error_no FROM records")],
                 "run": (run["tuner"], run["trials"], sorted(json.loads(run["options"]))),
                 "records of the run": conn.execute(
@@ -153,9 +165,13 @@ def test_tune_logs_the_same_kinds_of_records_as_the_command_line(local_ray, tmp_
     assert cli.returncode == 0, cli.stderr
     api, command_line = logged_kinds(tmp_path / "api.db"), logged_kinds(tmp_path / "cli.db")
     assert api == command_line
-    # and what both hold: the fallback baseline, then the trials, all in one run
-    assert api["fallback first"] == [True, False, False, False, False]
-    assert api["errors"] == [0] * 5 and api["records of the run"] == 5
+    # and what both hold: the fallback baseline, then the trials with the control (the
+    # best so far: the fallback) amid them, all in one run; then one confirmation of the
+    # 4 trials and the fallback
+    assert api["fallback first"] == [True, False, False, True, False, False]
+    assert api["roles"] == ["fallback", "trial", "trial", "control", "trial", "trial"]
+    assert api["errors"] == [0] * 6 and api["records of the run"] == 6
+    assert api["confirmed"] == (5, 1) and len(api["tables"]["confirmations"]) == 1
     assert api["run"][:2] == ("random", 4)
     assert {"uid", "verify_time", "run_time", "gflops", "run_id"} <= set(
         api["tables"]["records"][0])

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from fake_measurer import FakeMeasurer, bowl_cost
+from fake_measurer import FakeMeasurer, bowl_cost, trials_of
 from tuner import MeasureInput, StopTuning, Task, tune
 from tuner.ga_tuner import GATuner
 from tuner.grid_search_tuner import GridSearchTuner
@@ -33,8 +33,9 @@ def test_a_tuner_exhausts_the_space_never_proposing_a_config_twice(task, name):
                      FakeMeasurer().measure([MeasureInput(task, c) for c in before]))
     measurer = FakeMeasurer()
     result = tune(task, len(space) + 50, tuner=tuner, measurer=measurer, batch_size=16)
-    assert len(measurer.measured) == len(set(measurer.measured)) == len(space) - 100
-    assert set(measurer.measured) | {c.index for c in before} == set(range(len(space)))
+    trials = trials_of(measurer)
+    assert len(trials) == len(set(trials)) == len(space) - 100
+    assert set(trials) | {c.index for c in before} == set(range(len(space)))
     assert result.trials == len(space) - 100
     assert not tuner.has_next()
     assert tuner.next_batch(8) == []
@@ -57,7 +58,7 @@ def test_the_same_seed_gives_the_same_proposals(task, name):
     for seed in (7, 7, 8):
         measurer = FakeMeasurer()
         tune(task, 100, tuner=TUNERS[name](task, seed=seed), measurer=measurer, batch_size=16)
-        runs.append(measurer.measured)
+        runs.append(trials_of(measurer))
     assert runs[0] == runs[1]
     if name != "grid":  # the grid's order does not depend on the seed
         assert runs[0] != runs[2]
@@ -83,7 +84,7 @@ def test_the_ga_breeds_fitter_generations_than_its_random_first_one(seed):
     measurer = FakeMeasurer()
     result = tune(task, 160, tuner=GATuner(task, seed=seed, pop_size=16, elite_num=2),
                   measurer=measurer, batch_size=16)
-    scores = [fitness(task.config_space.get(i)) for i in measurer.measured]
+    scores = [fitness(task.config_space.get(i)) for i in trials_of(measurer)]
     first, last = scores[:16], scores[-48:]  # the random generation, the last three
     assert max(scores) > max(first)
     assert sum(last) / len(last) > sum(first) / len(first)
@@ -96,7 +97,7 @@ def test_tuning_stops_after_early_stopping_trials_without_improvement(task):
     result = tune(task, 500, tuner=GridSearchTuner(task), measurer=measurer, early_stopping=8,
                   batch_size=4)
     assert result.trials == 28  # improved in the batch ending at 20; 8 more without
-    assert measurer.measured == list(range(28))
+    assert trials_of(measurer) == list(range(28))
     assert result.best_config.index == 19 and result.best_cost == 1.0
     assert [n for n, _ in result.history] == list(range(4, 29, 4))
 
@@ -107,9 +108,10 @@ def test_callbacks_are_called_once_per_batch_with_its_inputs_and_results(task):
     tuner = RandomTuner(task, seed=0)
     result = tune(task, 40, tuner=tuner, measurer=measurer,
                   callbacks=[lambda *args: calls.append(args)], batch_size=16)
-    assert [len(inputs) for _, inputs, _ in calls] == measurer.batches == [16, 16, 8]
+    assert [len(inputs) for _, inputs, _ in calls] == [16, 16, 8]
+    assert measurer.batches == [16 + 1, 16 + 1, 8 + 1]  # and the control
     assert all(t is tuner and len(inputs) == len(results) for t, inputs, results in calls)
-    assert [i.config.index for _, inputs, _ in calls for i in inputs] == measurer.measured
+    assert [i.config.index for _, inputs, _ in calls for i in inputs] == trials_of(measurer)
     assert result.trials == 40
 
 
@@ -126,8 +128,8 @@ def test_a_callback_raising_stop_tuning_ends_the_run_after_its_batch(task):
     measurer = FakeMeasurer()
     result = tune(task, 100, tuner=RandomTuner(task, seed=0), measurer=measurer,
                   callbacks=[stop_in_second_batch, log], batch_size=16)
-    assert measurer.batches == [16, 16]
-    assert logged == measurer.measured  # the callback after the one that stopped still ran
+    assert measurer.batches == [16 + 1, 16 + 1]
+    assert logged == trials_of(measurer)  # the callback after the one that stopped still ran
     assert result.trials == 32 and [n for n, _ in result.history] == [16, 32]
     assert result.best_config is not None
 

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from fake_measurer import FakeMeasurer
+from fake_measurer import FakeMeasurer, trials_of
 from tuner import MeasureInput, Task, tune
 from tuner.random_tuner import RandomTuner
 from tuner.xgb_tuner import XGBTuner, diverse_pick
@@ -39,7 +39,7 @@ def test_it_never_proposes_a_config_twice_and_exhausts_the_space():
     t = XGBTuner(task, seed=0, plan_size=16)
     result = tune(task, size + 50, tuner=t, measurer=measurer, batch_size=16)
     assert result.trials == size and not t.has_next()
-    assert sorted(measurer.measured) == list(range(size))
+    assert sorted(trials_of(measurer)) == list(range(size))
     assert t.next_batch(4) == []
 
 
@@ -49,7 +49,7 @@ def test_it_repeats_itself_under_a_seed():
     for _ in range(2):
         measurer = FakeMeasurer(gemm_cost)
         tune(task, 48, tuner=XGBTuner(task, seed=7), measurer=measurer, batch_size=16)
-        runs.append(measurer.measured)
+        runs.append(trials_of(measurer))
     assert runs[0] == runs[1] and len(set(runs[0])) == 48
 
 
@@ -97,7 +97,7 @@ def test_warm_start_trains_the_model_and_never_reproposes_the_log():
     logged = {inp.config.index for inp in inputs}
     again = FakeMeasurer(gemm_cost)
     tune(task, 64, tuner=resumed, measurer=again)
-    assert not logged & set(again.measured) and len(set(again.measured)) == 64
+    assert not logged & set(trials_of(again)) and len(set(trials_of(again))) == 64
 
 
 def test_transfer_gives_the_model_a_base_from_other_tasks():

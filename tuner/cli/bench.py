@@ -1,5 +1,6 @@
-"""`autosched bench`: time the untuned fallback config and the best logged config of a
-task next to numpy and PyTorch, and check every output."""
+"""`autosched bench`: time the untuned fallback config and the best config of a task
+(the confirmed best, when the log has one) next to numpy and PyTorch, and check every
+output."""
 from __future__ import annotations
 
 import statistics
@@ -44,7 +45,8 @@ def bench(template, args, db_path, target, repeat, as_json):
     rows = [_bench_kernel(task, "fallback config", task.config_space.fallback(), inputs,
                           expected, repeat)]
     if best is not None:
-        rows.append(_bench_kernel(task, f"best logged (#{best.config_index})", best.config,
+        what = "confirmed best" if best.confirmed else "best logged, not confirmed,"
+        rows.append(_bench_kernel(task, f"{what} (#{best.config_index})", best.config,
                                   inputs, expected, repeat))
     numpy_row = None
     numpy_fn = _numpy_equivalent(task, inputs)

@@ -268,4 +268,9 @@ def record_json(record) -> dict:
             "mean_cost": _finite(record.mean_cost), "error": record.error_name,
             "config_index": record.config_index, "knobs": record.knobs,
             "knobs_readable": readable_knobs(record), "tuner": record.tuner,
-            "run_id": record.run_id, "host": record.host, "timestamp": record.timestamp}
+            "run_id": record.run_id, "host": record.host, "timestamp": record.timestamp,
+            "role": record.role, "ratio": record.ratio,
+            "scaled_cost": _finite(record.scaled_cost),
+            "confirmed_rank": record.confirmed_rank, "confirmed_cost": record.confirmed_cost,
+            "confirmed_ratio": record.confirmed_ratio,
+            "confirmed_gflops": record.best_gflops if record.confirmed else None}

@@ -1,5 +1,6 @@
 """`autosched log`: query the records of a tuning log (tasks, best, top, history,
-failures, stats), move them (export, import, merge) and plot the tuning curves."""
+failures, stats), move them (export, import, merge), plot the tuning curves, and
+confirm tasks whose tuning was cut before their best was confirmed."""
 from __future__ import annotations
 
 import json
@@ -10,9 +11,10 @@ import click
 from records import RecordsError, export_jsonl, import_jsonl, merge
 
 from .common import (BadInput, db_option, format_clock, format_errors, format_gflops,
-                     format_seconds, json_option, make_console, open_log, print_json,
-                     print_table, readable_knobs, record_json, select_task, task_label,
-                     task_of_summary, task_selection)
+                     format_ratio, format_seconds, json_option, make_console, open_log,
+                     print_json, print_table, readable_knobs, record_json, select_task,
+                     task_label, task_of_summary, task_selection)
+from .confirm import log_confirm
 
 PLOT_GAP_S = 60.0  # pauses longer than this between records are cut from the time axis
 
@@ -20,6 +22,9 @@ PLOT_GAP_S = 60.0  # pauses longer than this between records are cut from the ti
 @click.group()
 def log():
     """Query and move the records of a tuning log."""
+
+
+log.add_command(log_confirm)
 
 
 @log.command("tasks")
@@ -33,14 +38,16 @@ def log_tasks(db_path: str, as_json: bool):
         return print_json([{"id": t.id, "template": t.template, "args": list(t.args),
                             "target": t.target, "records": t.records, "errors": t.errors,
                             "stale": t.stale, "best_gflops": t.best_gflops,
-                            "best_cost": t.best_cost} for t in summaries])
+                            "best_cost": t.best_cost, "confirmed": t.confirmed}
+                           for t in summaries])
     from rich.table import Table
     table = Table("id", "task", "target", "records", "errors", "stale", "best GFLOPS",
-                  "best time", box=None)
+                  "best time", "confirmed", box=None)
     for t in summaries:
         table.add_row(str(t.id), task_label(t.template, t.args), t.target, str(t.records),
                       str(t.errors), str(t.stale), format_gflops(t.best_gflops),
-                      format_seconds(t.best_cost))
+                      format_seconds(t.best_cost),
+                      "yes" if t.confirmed else "-" if t.best_cost is None else "no")
     make_console().print(table)
 
 
@@ -64,8 +71,17 @@ def log_best(spec, task_id, target, db_path, as_json):
     table = Table("knob", "value", "stored as", box=None)
     for name, value in readable_knobs(record).items():
         table.add_row(name, value, json.dumps(record.knobs.get(name)))
-    print_table(table, f"{task_label(task.name, task.args)}: {record.gflops:.1f} GFLOPS, "
-                       f"{format_seconds(record.mean_cost)}, config #{record.config_index} "
+    logged = f"{format_gflops(record.gflops)} GFLOPS, {format_seconds(record.mean_cost)}"
+    if record.confirmed:
+        what = (f"{format_gflops(record.best_gflops)} GFLOPS, "
+                f"{format_seconds(record.confirmed_cost)} confirmed "
+                f"({format_ratio(_speedup(record))} fallback); logged {logged}")
+    else:
+        what = (f"{logged} logged, not confirmed (autosched log confirm re-times the top "
+                f"configs)")
+    name = "the untuned fallback" if record.config_index == _fallback_index(task) \
+        else f"config #{record.config_index}"
+    print_table(table, f"{task_label(task.name, task.args)}: {what}; {name} "
                        f"(tuner {record.tuner}, record {record.id})")
 
 
@@ -83,12 +99,30 @@ def log_top(spec, task_id, target, k, db_path, as_json):
     if as_json:
         return print_json([record_json(r) for r in found])
     from rich.table import Table
-    table = Table("rank", "GFLOPS", "time", "config", "knobs", "tuner")
+    table = Table("rank", "confirmed GFLOPS", "time", "vs fallback", "logged GFLOPS",
+                  "logged time", "config", "knobs", "tuner")
+    fallback = _fallback_index(task)
     for rank, r in enumerate(found, start=1):
         knobs = ", ".join(f"{n}={v}" for n, v in readable_knobs(r).items())
-        table.add_row(str(rank), format_gflops(r.gflops), format_seconds(r.mean_cost),
-                      f"#{r.config_index}", knobs, r.tuner or "-")
-    print_table(table, f"{task_label(task.name, task.args)}: top {k}")
+        table.add_row(str(rank), format_gflops(r.best_gflops) if r.confirmed else "-",
+                      format_seconds(r.confirmed_cost), format_ratio(_speedup(r)),
+                      format_gflops(r.gflops), format_seconds(r.mean_cost),
+                      "fallback" if r.config_index == fallback else f"#{r.config_index}",
+                      knobs, r.tuner or "-")
+    confirmed = sum(r.confirmed for r in found)
+    print_table(table, f"{task_label(task.name, task.args)}: top {k}"
+                       + (f"; the first {confirmed} as confirmed (re-timed side by side), "
+                          f"the rest by logged time on the task's scale" if confirmed
+                          else "; not confirmed: by logged time on the task's scale"))
+
+
+def _speedup(record) -> float | None:
+    """How many times faster than the fallback the record's config was confirmed."""
+    return 1.0 / record.confirmed_ratio if record.confirmed_ratio else None
+
+
+def _fallback_index(task) -> int:
+    return task.config_space.fallback().index
 
 
 @log.command("history")

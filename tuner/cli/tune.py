@@ -16,8 +16,8 @@ from ..ray_session import RayConnectionError, timing_resource
 from ..registry import TUNERS
 from ..task_scheduler import TaskScheduler
 from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
-                     format_errors, format_gflops, format_ratio, make_console, make_task,
-                     open_log, print_table, task_label)
+                     format_errors, format_gflops, format_ratio, format_seconds,
+                     make_console, make_task, open_log, print_table, task_label)
 
 DEFAULT_TRIALS_PER_TASK = 64
 
@@ -112,7 +112,7 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
              else [make_task(spec[0], spec[1:], target)])
     trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
     check_log(db_path)
-    measurer = _start_measurer(ray_address, parallel, tasks)
+    measurer = start_measurer(ray_address, parallel, tasks)
     try:
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
@@ -139,7 +139,7 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     return SIGNAL_EXIT.get(stopper.signum, 0)
 
 
-def _start_measurer(address: str | None, parallel: int | None, tasks):
+def start_measurer(address: str | None, parallel: int | None, tasks):
     """A started Measurer; BadInput when the cluster cannot be reached or has no node
     that can time the tasks' targets."""
     import ray
@@ -229,6 +229,8 @@ class _TuneProgress:
     def _line(self, state) -> str:
         s = self.scheduler
         head = f"[{format_clock(s.elapsed())}] {task_label(state.task.name, state.task.args)}"
+        if state.confirmation is not None:
+            return f"{head}: confirmed: {format_confirmation(state)}"
         if state.batches == 0:
             gflops = state.task.gflops(state.fallback_cost)
             return f"{head}: fallback config {format_gflops(gflops)} GFLOPS"
@@ -252,17 +254,34 @@ class _TuneProgress:
         return Group(head, table, *([self.stop_note] if self.stop_note else []))
 
 
+def format_confirmation(state) -> str:
+    """What a task's confirmation found, in one line: the best, its time and its ratio to
+    the fallback, and what the rounds cost against the task's tuning time."""
+    c = state.confirmation
+    best = "the fallback" if c.best.fallback else f"#{c.best.config.index}"
+    share = f", {c.seconds / state.seconds:.1%} of its tuning time" if state.seconds else ""
+    return (f"best {best}, {format_gflops(state.task.gflops(c.best.cost))} GFLOPS "
+            f"({format_seconds(c.best.cost)}, {format_ratio(c.speedup)} fallback); top "
+            f"{len(c.ranking) - 1} and the fallback re-timed in {c.rounds} rounds, "
+            f"{c.seconds:.2f} s{share}")
+
+
 def _print_summary(scheduler, states, db, db_path: str) -> None:
     from rich.table import Table
     logged = {(t.template, tuple(t.args), t.target): t.records for t in db.tasks()}
     table = Table("task", "tuner", "trials", "in log", "best GFLOPS", "vs fallback",
-                  "errors", "ended")
+                  "confirmed", "errors", "ended")
     for st in states:
         key = (st.task.name, st.task.args, str(st.task.target))
+        c = st.confirmation
+        confirmed = "no" if c is None else \
+            f"{c.rounds} rounds, {c.seconds:.1f} s" + \
+            (f" ({c.seconds / st.seconds:.0%})" if st.seconds else "")
         table.add_row(task_label(st.task.name, st.task.args), st.tuner_name, str(st.done),
                       str(logged.get(key, 0)), format_gflops(st.best_gflops),
-                      format_ratio(st.speedup), format_errors(st.errors),
+                      format_ratio(st.speedup), confirmed, format_errors(st.errors),
                       st.finished or scheduler.stop_reason or "")
     console = print_table(table)
     console.print(f"{scheduler.done} trials in {format_clock(scheduler.elapsed())} "
-                  f"(ended: {scheduler.stop_reason}); log {db_path}")
+                  f"(ended: {scheduler.stop_reason}); log {db_path}; best GFLOPS and vs "
+                  f"fallback are confirmed: re-timed side by side in alternating rounds")

@@ -1,0 +1,117 @@
+"""Confirmation: when a task's tuning ends, its top configs and its untuned fallback are
+timed again, against each other, in alternating rounds; the result is the task's
+confirmed ranking, what ApplyHistoryBest, `autosched log best` and the summaries use.
+
+Why: the ranking of the tuning loop (tuner/control.py) is drift-free but still rests on
+one timing per config; the best of hundreds of noisy timings is biased low. Re-timed
+side by side (as benchmarks/benchmarks_common.side_by_side does), the top configs meet
+the same host speed: in each round every config is timed once, the order reversed
+every other round; a config's confirmed ratio is the median over the rounds of its time
+over the fallback's time in the same round, its confirmed time the median of its times.
+
+The ranking is by confirmed ratio, and the fallback has ratio 1 by definition, so the
+confirmed best is never slower than the fallback: if no config beats it in the rounds
+(a tie goes to the fallback), the fallback is the confirmed best.
+
+The cost: at most BUDGET_SHARE of the task's tuning time when the loop confirms (the
+rounds and the length of each timing are planned from it; the built candidates are
+kept by the Measurer, so nothing is compiled again); `autosched log confirm`, which has
+no tuning time to go by, takes DEFAULT_ROUNDS rounds of DEFAULT_REPEAT_MS timings.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+from .measure import MeasureInput
+from .task import Task
+
+TOP_K = 5               # configs re-timed besides the fallback
+BUDGET_SHARE = 0.05     # of the task's tuning time
+ROUNDS, MIN_ROUNDS = 5, 3
+DEFAULT_ROUNDS, DEFAULT_REPEAT_MS = 7, 50
+MIN_REPEAT_MS, MAX_REPEAT_MS = 2, 100
+OVERHEAD_MS = 2.0       # per timing: the warm-up call's share, the loop around it
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """One config of a confirmation: its median seconds per call over the rounds, the
+    median of its per-round ratio to the fallback (None when the fallback could not be
+    timed), its seconds in each round, and whether it is the fallback."""
+    config: object
+    cost: float
+    ratio: float | None
+    costs: tuple
+    fallback: bool
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The confirmed ranking of a task, best first, from `rounds` rounds that took
+    `seconds` of wall time."""
+    task: Task
+    ranking: list
+    rounds: int
+    seconds: float
+
+    @property
+    def best(self) -> Confirmed:
+        return self.ranking[0]
+
+    @property
+    def speedup(self) -> float | None:
+        """How many times faster the confirmed best is than the fallback (None: the
+        fallback was not timed)."""
+        return None if self.best.ratio is None else 1.0 / self.best.ratio
+
+
+def candidates(task: Task, ranked, k: int = TOP_K) -> list:
+    """The configs to confirm: the first `k` distinct configs of `ranked` (configs, best
+    first), the fallback left out, then the fallback."""
+    fallback = task.config_space.fallback()
+    out, seen = [], {fallback.index}
+    for config in ranked:
+        if config.index not in seen and len(out) < k:
+            out.append(config)
+            seen.add(config.index)
+    return [*out, fallback]
+
+
+def plan(n: int, budget_s: float | None) -> tuple[int, int]:
+    """(rounds, milliseconds per timing) that re-time `n` configs in about `budget_s`
+    seconds (None: DEFAULT_ROUNDS of DEFAULT_REPEAT_MS)."""
+    if budget_s is None:
+        return DEFAULT_ROUNDS, DEFAULT_REPEAT_MS
+    for rounds in (ROUNDS, MIN_ROUNDS):
+        ms = budget_s * 1e3 / (rounds * n) - OVERHEAD_MS
+        if ms >= MIN_REPEAT_MS or rounds == MIN_ROUNDS:
+            return rounds, int(min(max(ms, MIN_REPEAT_MS), MAX_REPEAT_MS))
+    raise AssertionError("unreachable")
+
+
+def confirm(task: Task, configs: list, measurer, rounds: int,
+            repeat_ms: int) -> Confirmation | None:
+    """Time `configs` of `task` (the fallback among them) in `rounds` alternating rounds
+    of `repeat_ms` milliseconds per timing on `measurer` (its `time_rounds`); the
+    Confirmation, or None when no config could be timed in every round."""
+    start = time.monotonic()
+    times = measurer.time_rounds([MeasureInput(task, c) for c in configs], rounds, repeat_ms)
+    seconds = time.monotonic() - start
+    fallback = task.config_space.fallback().index
+    timed = [(c, t) for c, t in zip(configs, times)
+             if len(t) == rounds and all(math.isfinite(x) and x > 0 for x in t)]
+    if not timed:
+        return None
+    reference = next((t for c, t in timed if c.index == fallback), None)
+    ranking = []
+    for config, t in timed:
+        ratio = None if reference is None else \
+            statistics.median(x / r for x, r in zip(t, reference))
+        ranking.append(Confirmed(config, statistics.median(t), ratio, tuple(t),
+                                 config.index == fallback))
+    # by ratio (drift-free); a tie goes to the fallback
+    ranking.sort(key=lambda e: (e.cost if reference is None else e.ratio, not e.fallback))
+    return Confirmation(task, ranking, rounds, seconds)
