@@ -37,7 +37,7 @@ import sqlite_utils
 
 from search_spaces import SpaceError, get_template
 
-from . import schema
+from . import confirmations, schema
 from .encode import BatchEncoder
 from .error_codes import error_name
 from .errors import RecordsError, named_by_file
@@ -54,11 +54,7 @@ _OF_TASK = "t.workload_key = ? AND t.target = ?"  # one task, `t` a row of tasks
 # without a current confirmation. The index records_rank answers it.
 _BEST = (_SELECT + "WHERE {tasks} AND r.template_version = ? AND r.error_no = 0 AND "
          "r.scaled_cost IS NOT NULL AND r.role != 'control' ORDER BY r.scaled_cost, r.id")
-# The ranking of one confirmation, with the record of each config it re-timed.
-_CONFIRMED = ("SELECT r.*, t.template, t.args, t.target, f.rank AS confirmed_rank, "
-              "f.cost AS confirmed_cost, f.ratio AS confirmed_ratio FROM confirmed f "
-              "JOIN records r ON r.id = f.record_id JOIN tasks t ON t.id = r.task_id "
-              "WHERE f.confirmation_id = ? ORDER BY f.rank")
+
 
 
 class Database:
@@ -157,19 +153,6 @@ class Database:
                 row["task_id"] = task_id
             return self.insert_records(rows)
 
-    def logger(self, tuner: str | None = None, run_id: int | None = None):
-        """A tuner callback `log(inputs, results)` that adds each measured batch as one
-        transaction, grouped by task."""
-        def log(inputs, results):
-            groups: dict = {}
-            for inp, res in zip(inputs, results):
-                groups.setdefault(inp.task, ([], []))
-                groups[inp.task][0].append(inp)
-                groups[inp.task][1].append(res)
-            for task, (ins, ress) in groups.items():
-                self.add(task, ins, ress, tuner=tuner, run_id=run_id)
-        return log
-
     @named_by_file
     def start_run(self, tuner: str, options: dict | None = None) -> int:
         """Open a tuning session; returns its id for add(..., run_id=...)."""
@@ -197,36 +180,8 @@ class Database:
         with self.transaction():
             row = self.conn.execute(f"SELECT t.id FROM tasks t WHERE {_OF_TASK}",
                                     _task_key(task)).fetchone()
-            if row is None:
-                return None
-            task_id = row[0]
-            found = []
-            for entry in ranking:
-                record = self.conn.execute(
-                    "SELECT id FROM records WHERE task_id = ? AND config_index = ? AND "
-                    "template_version = ? AND error_no = 0 ORDER BY role = 'control', "
-                    "scaled_cost, id LIMIT 1",
-                    (task_id, entry.config.index, entry.config.template_version)).fetchone()
-                if record is not None:
-                    found.append((record[0], entry))
-            if not found:
-                return None
-            through = self.conn.execute("SELECT MAX(id) FROM records WHERE task_id = ?",
-                                        (task_id,)).fetchone()[0]
-            cid = self._insert("confirmations", (
-                "task_id", "run_id", "template_version", "through_record", "rounds",
-                "seconds", "timestamp", "host"), {
-                "task_id": task_id, "run_id": run_id,
-                "template_version": found[0][1].config.template_version,
-                "through_record": through, "rounds": rounds, "seconds": seconds,
-                "timestamp": time.time(), "host": host or socket.gethostname()})
-            self.conn.executemany(
-                "INSERT INTO confirmed (confirmation_id, rank, record_id, cost, ratio, "
-                "costs, fallback) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(cid, rank, record_id, entry.cost, entry.ratio,
-                  schema.costs_text(entry.costs), int(bool(entry.fallback)))
-                 for rank, (record_id, entry) in enumerate(found, start=1)])
-            return cid
+            return None if row is None else confirmations.insert(
+                self.conn, row[0], ranking, rounds, seconds, run_id, host)
 
     def _task_id(self, columns: dict, update_version: bool) -> int:
         """The id of the task (workload_key, target) of `columns` (a row of
@@ -289,25 +244,10 @@ class Database:
         finally:
             cursor.close()  # ends the statement, so no read snapshot stays open
 
-    def _confirmation_row(self, task_row: dict) -> dict | None:
-        """The task's latest confirmation of the template's current version, when no
-        valid record (other than a control) was logged after it; else None."""
-        version = _current_version(task_row)
-        rows = self._rows("SELECT * FROM confirmations WHERE task_id = ? AND "
-                          "template_version = ? ORDER BY id DESC LIMIT 1",
-                          (task_row["id"], version))
-        if not rows:
-            return None
-        newer = self.conn.execute(
-            "SELECT 1 FROM records WHERE task_id = ? AND template_version = ? AND "
-            "error_no = 0 AND role != 'control' AND id > ? LIMIT 1",
-            (task_row["id"], version, rows[0]["through_record"])).fetchone()
-        return None if newer else rows[0]
-
     def _confirmed_rows(self, task_row: dict) -> list[dict]:
         """The rows of the task's current confirmation, best first (empty: none)."""
-        confirmation = self._confirmation_row(task_row)
-        return [] if confirmation is None else self._rows(_CONFIRMED, (confirmation["id"],))
+        cid = confirmations.current_id(self.conn, task_row["id"], _current_version(task_row))
+        return [] if cid is None else self._rows(confirmations.CONFIRMED, (cid,))
 
     def _confirmed_record(self, row: dict) -> Record:
         return dataclasses.replace(self._record(row), confirmed_rank=row["confirmed_rank"],
@@ -401,7 +341,10 @@ class Database:
         """The row of `task`'s current confirmation (id, run_id, rounds, seconds,
         timestamp, host, ...), or None when it has none (see the module docstring)."""
         rows = self.task_rows(task)
-        return self._confirmation_row(rows[0]) if rows else None
+        cid = rows and confirmations.current_id(self.conn, rows[0]["id"],
+                                                _current_version(rows[0]))
+        return self._rows("SELECT * FROM confirmations WHERE id = ?", (cid,))[0] if cid \
+            else None
 
     @named_by_file
     def best_for_target(self, workload: tuple, target) -> Record | None:

@@ -139,22 +139,6 @@ def test_a_writer_waits_for_another_writer_up_to_the_busy_timeout(path, task):
     holder.close()
 
 
-def test_the_logger_adds_each_task_of_a_batch_in_its_own_transaction(db, task, other_task):
-    a_inputs, a_results = measured(task, [1e-3, 2e-3, 3e-3])
-    b_inputs, b_results = measured(other_task, [4e-3, 5e-3])
-    mixed = [0, 0, 1, 0, 1]  # which task each measurement of the batch is of
-    inputs = [(a_inputs, b_inputs)[m].pop(0) for m in mixed]
-    results = [(a_results, b_results)[m].pop(0) for m in mixed]
-    run = db.start_run("random", {"trials": 5})
-    log = db.logger(tuner="random", run_id=run)
-    ran = statements(db, lambda: log(inputs, results))
-    assert ran.count("BEGIN IMMEDIATE") == 2 and ran.count("COMMIT") == 2
-    assert [r.mean_cost for r in db.records(task)] == pytest.approx([1e-3, 2e-3, 3e-3])
-    assert [r.mean_cost for r in db.records(other_task)] == pytest.approx([4e-3, 5e-3])
-    assert {(r.tuner, r.run_id) for r in db.records(task) + db.records(other_task)} == {
-        ("random", run)}
-
-
 def test_a_run_is_logged_from_start_to_end(db, task):
     before = time.time()
     run = db.start_run("xgb", {"trials": 2, "seed": 3})
@@ -285,11 +269,11 @@ def test_a_record_with_damaged_fields_is_a_records_error(db, path, task):
 
 # ---------------------------------------------------------------------------- upgrades
 
-def v1_log(path, task, costs, copies: int = 1) -> None:
-    """A log as schema version 1 wrote it: `task` with one record per cost (each
-    logged `copies` times, as importing the same file twice did then)."""
+def v1_log(path, task, costs, copies: int = 1, version: int = 1) -> None:
+    """A log as schema version 1 (or `version` 2) wrote it: `task` with one record per
+    cost (each logged `copies` times, as importing the same file twice did then)."""
     conn = sqlite3.connect(path)
-    schema.create_v1(conn)
+    (schema.create_v2 if version == 2 else schema.create_v1)(conn)
     conn.execute("INSERT INTO tasks (template, args, target, workload_key, cpu, vector_bits, "
                  "flop, space_size, template_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (task.name, json.dumps(list(task.args)), str(task.target), task.workload_key,
@@ -492,3 +476,21 @@ def test_a_batch_with_a_result_sqlite_cannot_store_adds_nothing(db, path, task):
     with pytest.raises(RecordsError, match=re.escape(str(path))):
         db.add(task, inputs, [results[0], bad])
     assert db.count() == 0 and db.tasks() == []  # not even the task
+
+
+def test_a_version_2_log_upgrades_and_its_records_stay_usable(path, task):
+    v1_log(path, task, [3e-3, 1e-3, 2e-3], version=2)
+    with records.Database(path) as db:
+        assert db.upgraded_from == (2, f"{path}.schema-v2.bak")
+        logged = db.records(task)
+        best = db.best(task)
+        summary, = db.tasks()
+    # never compared with a control: each record is its own scale, and a trial
+    assert [(r.role, r.ratio) for r in logged] == [("trial", None)] * 3
+    assert [r.scaled_cost for r in logged] == [r.mean_cost for r in logged]
+    assert best.mean_cost == pytest.approx(1e-3) and not best.confirmed
+    assert best.cost == best.mean_cost and not summary.confirmed
+    version, count, columns = schema_of(path)
+    assert (version, count) == (str(records.SCHEMA_VERSION), 3)
+    assert {"role", "ratio", "scaled_cost"} <= set(columns)
+    assert schema_of(f"{path}.schema-v2.bak")[0] == "2"

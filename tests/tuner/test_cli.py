@@ -171,6 +171,27 @@ def test_log_top_history_and_failures(tuned):
                cwd=where).stdout.count("best GFLOPS") == 1
 
 
+def test_log_confirm_confirms_what_is_not_and_a_named_task_again(tuned, tmp_path):
+    shutil.copy(tuned[0] / "tune.db", tmp_path / "cut.db")
+    nothing = run("log", "confirm", "--db", "cut.db", cwd=tmp_path)
+    assert nothing.returncode == 0 and "is confirmed" in nothing.stdout
+    with sqlite3.connect(tmp_path / "cut.db") as conn:  # as if both runs had been cut
+        conn.execute("DELETE FROM confirmed")
+        conn.execute("DELETE FROM confirmations")
+    assert not any(t["confirmed"] for t in query("log", "tasks", "--db", "cut.db",
+                                                 cwd=tmp_path))
+    rows = query("log", "confirm", "--db", "cut.db", cwd=tmp_path)
+    assert len(rows) == len(TASKS) and all(r["confirmed"] and r["rounds"] == 7 for r in rows)
+    assert all(r["speedup"] >= 1.0 for r in rows)  # never slower than the fallback
+    tasks = query("log", "tasks", "--db", "cut.db", cwd=tmp_path)
+    assert all(t["confirmed"] for t in tasks)
+    best = query("log", "best", "matmul", 16, 16, 16, "--db", "cut.db", cwd=tmp_path)
+    assert best["confirmed_cost"] == pytest.approx(rows[0]["confirmed_cost"])
+    again = run("log", "confirm", "matmul", 16, 16, 16, "--db", "cut.db", cwd=tmp_path)
+    assert again.returncode == 0 and "1 task(s) confirmed" in again.stdout
+    assert query("log", "stats", "--db", "cut.db", cwd=tmp_path)["records"] == RECORDS
+
+
 def test_log_stats(tuned):
     where, _ = tuned
     stats = query("log", "stats", "--db", "tune.db", cwd=where)
