@@ -132,7 +132,7 @@ def test_a_second_run_measures_no_config_twice(tmp_path):
 def test_bad_arguments_are_value_errors(tmp_path):
     with records.Database(tmp_path / "t.db") as db:
         for kwargs, words in (({"tasks": []}, "no tasks"), ({"tasks": [FLAT, FLAT]}, "twice"),
-                              ({"tuner": "sa"}, "unknown tuner"), ({"trials": 0}, "trials")):
+                              ({"tuner": "sa"}, "unknown tuner"), ({"trials": -1}, "trials")):
             args = {"tasks": [FLAT], "trials": 8, "measurer": FakeMeasurer(), "db": db,
                     **kwargs}
             with pytest.raises(ValueError, match=words):

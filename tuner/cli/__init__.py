@@ -2,7 +2,7 @@
 
     autosched tune matmul 1024 1024 1024 --trials 200 --db tune.db
     autosched tune --tasks tasks.json --trials 512 --time-budget 8h
-    autosched log tasks|best|top|history|failures|export|import|merge|stats|plot
+    autosched log tasks|best|top|history|failures|export|import|merge|stats|plot|confirm
     autosched space matmul 1024 1024 1024
     autosched templates
     autosched bench matmul 1024 1024 1024 --db tune.db
