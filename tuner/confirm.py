@@ -9,9 +9,13 @@ the same host speed: in each round every config is timed once, the order reverse
 every other round; a config's confirmed ratio is the median over the rounds of its time
 over the fallback's time in the same round, its confirmed time the median of its times.
 
-The ranking is by confirmed ratio, and the fallback has ratio 1 by definition, so the
-confirmed best is never slower than the fallback: if no config beats it in the rounds
-(a tie goes to the fallback), the fallback is the confirmed best.
+A config ranks above the fallback only when it was faster than the fallback in every
+round (a sign test: a config no faster than the fallback does so by chance with odds of
+1 in 2^rounds, 1 in 128 with 7 rounds); among themselves, and among those below the
+fallback, configs rank by confirmed ratio. So the confirmed best is never slower than
+the fallback: if no config beats it clearly, the fallback is the confirmed best. A
+config a few percent faster than the fallback that the noise hides in one round is
+given up: a user is better served by the untuned config than by one that may be slower.
 
 The cost: at most BUDGET_SHARE of the task's tuning time when the loop confirms (the
 rounds and the length of each timing are planned from it; the built candidates are
@@ -30,9 +34,11 @@ from .task import Task
 
 TOP_K = 5               # configs re-timed besides the fallback
 BUDGET_SHARE = 0.05     # of the task's tuning time
-ROUNDS, MIN_ROUNDS = 5, 3
+# (rounds, the least milliseconds per timing worth that many rounds), most rounds first:
+# alternating is what cancels the drift, so rounds come before long timings
+PLANS = ((7, 10), (5, 5), (3, 2))
 DEFAULT_ROUNDS, DEFAULT_REPEAT_MS = 7, 50
-MIN_REPEAT_MS, MAX_REPEAT_MS = 2, 100
+MAX_REPEAT_MS = 100
 OVERHEAD_MS = 2.0       # per timing: the warm-up call's share, the loop around it
 
 
@@ -85,11 +91,11 @@ def plan(n: int, budget_s: float | None) -> tuple[int, int]:
     seconds (None: DEFAULT_ROUNDS of DEFAULT_REPEAT_MS)."""
     if budget_s is None:
         return DEFAULT_ROUNDS, DEFAULT_REPEAT_MS
-    for rounds in (ROUNDS, MIN_ROUNDS):
+    for rounds, least in PLANS:
         ms = budget_s * 1e3 / (rounds * n) - OVERHEAD_MS
-        if ms >= MIN_REPEAT_MS or rounds == MIN_ROUNDS:
-            return rounds, int(min(max(ms, MIN_REPEAT_MS), MAX_REPEAT_MS))
-    raise AssertionError("unreachable")
+        if ms >= least:
+            return rounds, int(min(ms, MAX_REPEAT_MS))
+    return PLANS[-1][0], PLANS[-1][1]  # less than that is not worth timing
 
 
 def confirm(task: Task, configs: list, measurer, rounds: int,
@@ -106,12 +112,14 @@ def confirm(task: Task, configs: list, measurer, rounds: int,
     if not timed:
         return None
     reference = next((t for c, t in timed if c.index == fallback), None)
-    ranking = []
+    ranking, place = [], {}
     for config, t in timed:
-        ratio = None if reference is None else \
-            statistics.median(x / r for x, r in zip(t, reference))
-        ranking.append(Confirmed(config, statistics.median(t), ratio, tuple(t),
-                                 config.index == fallback))
-    # by ratio (drift-free); a tie goes to the fallback
-    ranking.sort(key=lambda e: (e.cost if reference is None else e.ratio, not e.fallback))
+        entry = Confirmed(config, statistics.median(t), None if reference is None else
+                          statistics.median(x / r for x, r in zip(t, reference)), tuple(t),
+                          config.index == fallback)
+        ranking.append(entry)
+        # 0: faster than the fallback in every round; 1: the fallback; 2: the others
+        place[id(entry)] = 1 if entry.fallback else 0 if reference is None or all(
+            x < r for x, r in zip(t, reference)) else 2
+    ranking.sort(key=lambda e: (place[id(e)], e.cost if reference is None else e.ratio))
     return Confirmation(task, ranking, rounds, seconds)

@@ -8,10 +8,11 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
         states = scheduler.run()
 
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
-measurer measures them together with the task's control (its best so far, the fallback
-until there is one: tuner/control.py), their costs are chained to the task's scale, the
-tuner learns from them (`update`), the batch is logged as one transaction (the control
-as a record of role "control"), then the callbacks run. Per task the loop keeps the
+measurer measures them bracketed by the task's control (its best so far, the fallback
+until there is one: tuner/control.py, timed first and last), their costs are chained to
+the task's scale, the tuner learns from them (`update`), the batch is logged as one
+transaction (the control's timings as records of role "control"), then the callbacks
+run. Per task the loop keeps the
 trials done, the best-so-far curve, the errors and why the task left the rotation
 (TaskState). The control is not a trial: it is not counted, and the tuner is not told.
 
@@ -256,18 +257,23 @@ class TaskScheduler:
                    and s.tuner.space.fallback().index not in s.tuner.visited]
         measure = self.db is not None and bool(missing) and self._stop_requested is None
         if measure:
-            # a task resumed with a best has it timed beside the fallback, as the control
+            # a task resumed with a best has the fallback bracketed by it, the control
             # that puts the fallback on the task's scale; a new task's fallback anchors it
-            batches = [[MeasureInput(s.task, s.tuner.space.fallback())]
-                       + ([MeasureInput(s.task, s.tuner.best_config)]
-                          if s.tuner.best_config is not None else []) for s in missing]
-            results = self.measurer.measure([inp for batch in batches for inp in batch])
-            for state, inputs in zip(missing, batches):
+            batches = [place([MeasureInput(s.task, s.tuner.space.fallback())],
+                             MeasureInput(s.task, s.tuner.best_config))
+                       if s.tuner.best_config is not None else
+                       ([MeasureInput(s.task, s.tuner.space.fallback())], (0,))
+                       for s in missing]
+            results = self.measurer.measure([inp for batch, _ in batches for inp in batch])
+            for state, (inputs, at) in zip(missing, batches):
                 got, results = results[:len(inputs)], results[len(inputs):]
-                at, scaled = (1, state.best_cost) if len(inputs) == 2 else (0, None)
+                roles = ["control"] * len(inputs)
+                roles[len(inputs) // 2] = "fallback"
+                scaled = state.best_cost if len(inputs) > 1 else None
                 got, state.factor = chain(got, at, scaled, state.factor)
-                self._learn(state, inputs, got, ["fallback", "control"][:len(inputs)])
-                state.fallback_cost = got[0].cost if got[0].ok else None
+                self._learn(state, inputs, got, roles)
+                state.fallback_cost = got[len(inputs) // 2].cost \
+                    if got[len(inputs) // 2].ok else None
         for state in self.states:
             state.curve.append((0, state.best_cost))  # where this run's trials start from
             if measure and self.on_batch is not None:
@@ -329,10 +335,9 @@ class TaskScheduler:
             self.in_flight = None
             scaled = state.best_cost if tuner.best_config is not None else None
             results, state.factor = chain(results, at, scaled, state.factor)
-            roles = ["trial"] * len(inputs)
-            roles[at] = "control"
+            roles = ["control", *["trial"] * len(configs), "control"]
             self._learn(state, inputs, results, roles)
-            del inputs[at], results[at]
+            inputs, results = inputs[1:-1], results[1:-1]
             state.done += len(inputs)
             if state.best_cost < before:
                 state.last_improved = state.done

@@ -68,7 +68,7 @@ class FakeMeasurer:
 
 def trials_of(measurer: FakeMeasurer, fallback_batch: bool = False) -> list[int]:
     """The config indices `measurer` measured as trials: each batch without its control
-    (the TaskScheduler puts it in the middle), and without the first batch when it was
+    (the TaskScheduler times it first and last), and without the first batch when it was
     the fallback baseline's."""
     batches = measurer.batch_indices[1:] if fallback_batch else measurer.batch_indices
-    return [i for b in batches for n, i in enumerate(b) if n != (len(b) - 1) // 2]
+    return [i for b in batches for i in b[1:-1]]

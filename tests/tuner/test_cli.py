@@ -21,7 +21,7 @@ BATCH = 4
 TASKS = [{"template": "matmul", "args": [16, 16, 16]},
          {"template": "dense_bias_relu", "args": [16, 16, 16]}]
 # what `tuned` logs: 16 trials, the fallback of each task, a control in each batch
-RECORDS = 16 + len(TASKS) + 16 // BATCH
+RECORDS = 16 + len(TASKS) + 2 * 16 // BATCH
 
 pytestmark = pytest.mark.slow
 
@@ -93,8 +93,8 @@ def test_tune_resumes_from_the_log_and_never_measures_a_config_twice(tuned, tmp_
     assert result.returncode == 0, result.stderr
     after = {t["template"]: t["records"]
              for t in query("log", "tasks", "--db", "resumed.db", cwd=tmp_path)}
-    # a batch and its control; the fallback was logged
-    assert after == {**before, "matmul": before["matmul"] + BATCH + 1}
+    # a batch and its control, twice; the fallback was logged
+    assert after == {**before, "matmul": before["matmul"] + BATCH + 2}
     exported = run("log", "export", "matmul", 16, 16, 16, "--db", "resumed.db", cwd=tmp_path)
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     indices = [line["config"]["config_index"] for line in lines
@@ -113,7 +113,7 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
         start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while (seen := records_in(db)) < 1 + BATCH + 1:  # the fallback, one batch, its control
+        while (seen := records_in(db)) < 1 + BATCH + 2:  # the fallback, a batch, its control
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
         if signum == signal.SIGINT:  # a terminal's Ctrl-C: the whole process group
@@ -127,9 +127,9 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
     assert proc.returncode == code, (out, err)
     total = records_in(db)
     # the fallback config is no trial, nor is the control of each batch
-    batches, rest = divmod(total - 1, BATCH + 1)
+    batches, rest = divmod(total - 1, BATCH + 2)
     trials = batches * BATCH
-    assert rest == 0 and total >= seen + BATCH + 1  # the batch in flight finished
+    assert rest == 0 and total >= seen + BATCH + 2  # the batch in flight finished
     assert f"{trials} trials in" in out and signal.Signals(signum).name in out
     assert "Traceback" not in err
 

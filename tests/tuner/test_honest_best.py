@@ -46,27 +46,38 @@ def result(cost: float) -> MeasureResult:
 
 # ---------------------------------------------------------------------- the chain
 
-def test_the_control_sits_in_the_middle_of_its_batch():
-    assert place([1, 2, 3, 4], "c") == ([1, 2, "c", 3, 4], 2)
-    assert place([], "c") == (["c"], 0)
+def test_the_control_brackets_its_batch():
+    assert place([1, 2, 3], "c") == (["c", 1, 2, 3, "c"], (0, 4))
+    assert place([], "c") == (["c", "c"], (0, 1))
 
 
 def test_a_batch_is_put_on_the_scale_of_its_control():
     # the control's cost on the scale is 2.0; in this batch the host ran twice as fast
-    out, factor = chain([result(0.5), result(1.0), result(0.75)], 1, 2.0, factor=1.0)
+    out, factor = chain([result(1.0), result(0.5), result(0.75), result(1.0)], (0, 3), 2.0,
+                        factor=1.0)
     assert factor == 2.0
-    assert [r.ratio for r in out] == [0.5, 1.0, 0.75]
-    assert [r.scaled_cost for r in out] == [1.0, 2.0, 1.5]
-    assert [r.cost for r in out] == [1.0, 2.0, 1.5]
+    assert [r.ratio for r in out] == [1.0, 0.5, 0.75, 1.0]
+    assert [r.scaled_cost for r in out] == [2.0, 1.0, 1.5, 2.0]
+    assert [r.cost for r in out] == [2.0, 1.0, 1.5, 2.0]
+
+
+def test_when_the_host_changes_speed_in_a_batch_no_config_looks_better_than_it_is():
+    # fast (x1) for the first control and candidate a, slow (x2) from then on: both
+    # candidates truly cost 1.0, the control 2.0 on the scale and in truth
+    out, factor = chain([result(2.0), result(1.0), result(2.0), result(4.0)], (0, 3), 2.0,
+                        factor=1.0)
+    assert factor == 1.0 and [r.scaled_cost for r in out[1:3]] == [1.0, 2.0]  # b: overstated
 
 
 def test_the_first_control_anchors_the_scale_and_a_failed_one_keeps_the_last_factor():
-    out, factor = chain([result(3.0), result(1.5)], 1, None, factor=7.0)
-    assert factor == 1.0 and [r.scaled_cost for r in out] == [3.0, 1.5]
+    out, factor = chain([result(3.0), result(1.5), result(3.3)], (0, 2), None, factor=7.0)
+    assert factor == 1.0 and [r.scaled_cost for r in out] == [3.0, 1.5, 3.3]
     failed = MeasureResult((), MeasureErrorNo.RUN_TIMEOUT)
-    out, factor = chain([result(3.0), failed], 1, 2.0, factor=0.5)
-    assert factor == 0.5 and out[0].scaled_cost == 1.5 and out[0].ratio is None
-    assert out[1] is failed and out[1].cost == float("inf")
+    out, factor = chain([failed, result(3.0), failed], (0, 2), 2.0, factor=0.5)
+    assert factor == 0.5 and out[1].scaled_cost == 1.5 and out[1].ratio is None
+    assert out[0] is failed and out[0].cost == float("inf")
+    out, factor = chain([failed, result(3.0), result(1.5)], (0, 2), 3.0, factor=0.5)
+    assert factor == 2.0 and out[1].ratio == 2.0  # the one timing of the control counts
 
 
 # ---------------------------------------------------------------------- drift
@@ -165,11 +176,28 @@ def test_the_candidates_are_the_top_five_distinct_configs_then_the_fallback():
 
 def test_the_rounds_fit_in_the_budget():
     assert plan(6, None) == (7, 50)
-    for budget in (0.5, 2.0, 30.0, 600.0):
+    for budget in (0.2, 0.5, 2.0, 30.0, 600.0):
         rounds, ms = plan(6, budget)
         assert rounds >= 3 and 2 <= ms <= 100
         assert rounds * 6 * (ms + 2) / 1e3 <= max(budget, rounds * 6 * 4 / 1e3)
-    assert plan(6, 600.0) == (5, 100)
+    assert plan(6, 600.0) == (7, 100) and plan(6, 0.5) == (5, 14)
+    assert plan(6, 0.01) == (3, 2)  # the least worth timing
+
+
+def test_a_config_must_beat_the_fallback_in_every_round():
+    space = TASK.config_space
+    fallback, lucky, steady = space.fallback(), space.get(3), space.get(4)
+    noise = {0: 1.1, 1: 0.8, 2: 0.8}  # lucky: faster in two rounds of three, by far
+
+    class Rounds(FakeMeasurer):
+        def time_rounds(self, inputs, rounds, repeat_ms):
+            return [[(noise[r] if inp.config.index == 3 else
+                      0.99 if inp.config.index == 4 else 1.0) for r in range(rounds)]
+                    for inp in inputs]
+    c = confirm(TASK, [lucky, steady, fallback], Rounds(), 3, 10)
+    # lucky's median ratio (0.8) is the least, but it lost a round: below the fallback
+    assert [e.config.index for e in c.ranking] == [4, FALLBACK, 3]
+    assert c.ranking[2].ratio == pytest.approx(0.8)
 
 
 def test_confirmation_costs_at_most_its_share_of_the_tuning_time(tmp_path):
@@ -233,7 +261,7 @@ def test_resuming_a_confirmed_run_measures_nothing_twice(tmp_path):
         scheduler(db, second, 16).run()
         trials = trials_of(first, fallback_batch=True) + trials_of(second)
         assert len(trials) == len(set(trials)) == 32
-        assert second.batches == [8 + 1, 8 + 1]  # no fallback again; each with its control
+        assert second.batches == [8 + 2, 8 + 2]  # no fallback again; each with its control
         assert len(second.confirmed) == 1
         logged = [r.config_index for r in db.records(TASK) if r.role != "control"]
         assert len(logged) == len(set(logged)) == 1 + 32

@@ -18,14 +18,18 @@ FLAT = Task("matmul", (32, 32, 32))
 
 def flat_for(task):
     """Every config of `task` costs the same, so it never improves; every other task's
-    next config is faster than all before it, so those always improve."""
-    measured = {}
+    next new config is faster than all before it, so those always improve (a config
+    timed again, as the control is, costs what it cost the first time)."""
+    measured, costs = {}, {}
 
     def cost(config):
         if config.space.args == task.args:
             return 1e-3
-        measured[config.space.args] = measured.get(config.space.args, 0) + 1
-        return 1e-3 / measured[config.space.args]
+        key = (config.space.args, config.index)
+        if key not in costs:
+            measured[config.space.args] = measured.get(config.space.args, 0) + 1
+            costs[key] = 1e-3 / measured[config.space.args]
+        return costs[key]
     return cost
 
 
@@ -59,9 +63,9 @@ def test_a_task_that_stopped_improving_gets_fewer_trials(tmp_path):
 def test_every_batch_and_the_fallbacks_are_logged(tmp_path):
     scheduler, states, logged, measurer = run(tmp_path, [FLAT, IMPROVING], 40)
     assert measurer.batches[0] == 2  # the two fallback configs, measured once together
-    assert measurer.batches[1:] == [8 + 1] * 5  # each batch with its control
-    assert roles(tmp_path) == {"trial": 40, "fallback": 2, "control": 5}
-    assert sum(logged.values()) == 40 + 2 + 5 == len(measurer.measured)
+    assert measurer.batches[1:] == [8 + 2] * 5  # each batch with its control, twice
+    assert roles(tmp_path) == {"trial": 40, "fallback": 2, "control": 2 * 5}
+    assert sum(logged.values()) == 40 + 2 + 2 * 5 == len(measurer.measured)
     assert all(s.fallback_cost is not None and s.speedup >= 1.0 for s in states)
 
 
@@ -77,7 +81,7 @@ def test_stop_ends_the_run_after_the_batch_in_flight(tmp_path):
     scheduler, states, logged, _ = run(tmp_path, [IMPROVING], 400, measurer,
                                        on_batch=on_batch)
     assert scheduler.stop_reason == "SIGINT"
-    assert states[0].done == 16 and sum(logged.values()) == 16 + 1 + 2  # and 2 controls
+    assert states[0].done == 16 and sum(logged.values()) == 16 + 1 + 2 * 2  # and controls
 
 
 def test_a_callback_raising_stop_tuning_ends_the_run_after_its_logged_batch(tmp_path):
@@ -93,7 +97,7 @@ def test_a_callback_raising_stop_tuning_ends_the_run_after_its_logged_batch(tmp_
     assert scheduler.stop_reason == "stopped by a callback"
     assert [n for _, n in seen] == [8, 8, 8] and {t for t, _ in seen} == {FLAT, IMPROVING}
     assert scheduler.done == 24 and roles(tmp_path) == {"trial": 24, "fallback": 2,
-                                                        "control": 3}
+                                                        "control": 2 * 3}
 
 
 def test_the_time_budget_is_not_overrun_by_a_batch(tmp_path):
@@ -121,8 +125,8 @@ def test_a_second_run_measures_no_config_twice(tmp_path):
     run(tmp_path, [FLAT, IMPROVING], 48)
     _, states, logged, second = run(tmp_path, [FLAT, IMPROVING], 48)
     assert sum(s.resumed for s in states) == 48 + 2  # the first run's trials and fallbacks
-    assert roles(tmp_path) == {"trial": 2 * 48, "fallback": 2, "control": 2 * 6}
-    assert second.batches[0] == 8 + 1  # no fallback batch: the log had them
+    assert roles(tmp_path) == {"trial": 2 * 48, "fallback": 2, "control": 2 * 2 * 6}
+    assert second.batches[0] == 8 + 2  # no fallback batch: the log had them
     with records.Database(tmp_path / "tune.db") as db:
         for task in (FLAT, IMPROVING):
             indices = [r.config_index for r in db.records(task) if r.role != "control"]

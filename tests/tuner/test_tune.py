@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import records
-from fake_measurer import FakeMeasurer, bowl_cost
+from fake_measurer import FakeMeasurer, bowl_cost, trials_of
 from tuner import Measurer, Task
 from tuner.random_tuner import RandomTuner
 from tuner.tune import tune
@@ -32,7 +32,7 @@ def task():
 def test_a_tuner_given_by_name_tunes(task, name):
     measurer = FakeMeasurer()
     result = tune(task, 20, tuner=name, measurer=measurer, seed=0, batch_size=8)
-    assert result.trials == 20 and measurer.batches == [8 + 1, 8 + 1, 4 + 1]  # + controls
+    assert result.trials == 20 and measurer.batches == [8 + 2, 8 + 2, 4 + 2]  # + controls
     assert result.best_config.index in measurer.measured and math.isfinite(result.best_cost)
     assert result.confirmation is not None and result.best_cost == bowl_cost(result.best_config)
 
@@ -47,7 +47,7 @@ def test_a_tuner_instance_is_used_as_it_is(task):
     measurer = FakeMeasurer()
     tune(task, 8, tuner=tuner, measurer=measurer)
     assert set(tuner.visited) <= set(measurer.measured)
-    assert len(measurer.measured) == 8 + 1 and len(tuner.measured) == 8  # + the control
+    assert len(measurer.measured) == 8 + 2 and len(tuner.measured) == 8  # + the control
     with pytest.raises(ValueError, match="made for Task"):
         tune(Task("matmul", (8, 8, 8)), 8, tuner=tuner, measurer=measurer)
 
@@ -67,8 +67,9 @@ def test_without_a_measurer_tune_makes_one_and_closes_it(task, monkeypatch):
 
     monkeypatch.setattr(tune_module, "Measurer", Made)
     tune(task, 4, tuner="grid")
-    fallback = task.config_space.fallback().index  # the control, amid the batch
-    assert len(made) == 1 and made[0].measured == [0, 1, fallback, 2, 3] and made[0].closed
+    fallback = task.config_space.fallback().index  # the control, first and last
+    assert len(made) == 1 and made[0].measured == [fallback, 0, 1, 2, 3, fallback]
+    assert made[0].closed
 
 
 def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tmp_path):
@@ -80,11 +81,11 @@ def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tm
     second_measurer = FakeMeasurer(
         cost=lambda config: bowl_cost(config) if config.index in seen else 1.0)
     second = tune(task, 32, tuner="grid", db=str(path), measurer=second_measurer)
-    assert len(second_measurer.measured) == 32 + 2  # and a control in each batch
-    trials = [i for n, i in enumerate(second_measurer.measured) if n not in (8, 16 + 1 + 8)]
-    assert not seen & set(trials)
-    assert {second_measurer.measured[8], second_measurer.measured[25]} == \
-        {first.best_config.index}  # the control: the log's best
+    assert len(second_measurer.measured) == 32 + 2 * 2  # and the control of each batch
+    assert not seen & set(trials_of(second_measurer))
+    controls = {b[0] for b in second_measurer.batch_indices} | \
+        {b[-1] for b in second_measurer.batch_indices}
+    assert controls == {first.best_config.index}  # the control: the log's best
     assert second.best_config == first.best_config and second.best_cost == first.best_cost
     with records.Database(path) as db:
         logged = db.records(task)
@@ -92,12 +93,12 @@ def test_a_second_run_on_a_log_resumes_without_measuring_a_config_again(task, tm
     assert [r.config_index for r in logged] == first_measurer.measured + second_measurer.measured
     # the first run measured the fallback baseline first (no trial); the second found it
     assert logged[0].config_index == task.config_space.fallback().index
-    assert len(first_measurer.measured) == 1 + 32 + 2
+    assert len(first_measurer.measured) == 1 + 32 + 2 * 2
     assert [(r["tuner"], r["trials"]) for r in runs] == [("random", 32), ("grid", 32)]
     assert all(r["end"] is not None for r in runs)
     assert runs[0]["best_gflops"] == pytest.approx(first.best_gflops)
-    assert {r.run_id for r in logged[:35]} == {runs[0]["id"]}
-    assert {r.run_id for r in logged[35:]} == {runs[1]["id"]}
+    assert {r.run_id for r in logged[:37]} == {runs[0]["id"]}
+    assert {r.run_id for r in logged[37:]} == {runs[1]["id"]}
 
 
 def test_records_of_another_template_version_are_skipped_with_a_warning(task, tmp_path):
@@ -109,9 +110,9 @@ def test_records_of_another_template_version_are_skipped_with_a_warning(task, tm
         again = FakeMeasurer()
         with pytest.warns(UserWarning, match="3 made with another version of the template"):
             tune(task, 8, tuner="grid", db=db, measurer=again)
-        assert again.measured[:4] + again.measured[5:] == [0, 1, 2, 8, 9, 10, 11, 12]
-        # the fallback baseline, measured by the first run only, and a control per batch
-        assert db.count() == 1 + 16 + 2
+        assert trials_of(again) == [0, 1, 2, 8, 9, 10, 11, 12]
+        # the fallback baseline, measured by the first run only, and the controls
+        assert db.count() == 1 + 16 + 2 * 2
 
 
 @pytest.mark.slow
@@ -165,12 +166,12 @@ def test_tune_logs_the_same_kinds_of_records_as_the_command_line(local_ray, tmp_
     assert cli.returncode == 0, cli.stderr
     api, command_line = logged_kinds(tmp_path / "api.db"), logged_kinds(tmp_path / "cli.db")
     assert api == command_line
-    # and what both hold: the fallback baseline, then the trials with the control (the
-    # best so far: the fallback) amid them, all in one run; then one confirmation of the
-    # 4 trials and the fallback
-    assert api["fallback first"] == [True, False, False, True, False, False]
-    assert api["roles"] == ["fallback", "trial", "trial", "control", "trial", "trial"]
-    assert api["errors"] == [0] * 6 and api["records of the run"] == 6
+    # and what both hold: the fallback baseline, then the trials bracketed by the
+    # control (the best so far: the fallback), all in one run; then one confirmation of
+    # the 4 trials and the fallback
+    assert api["fallback first"] == [True, True, False, False, False, False, True]
+    assert api["roles"] == ["fallback", "control", *["trial"] * 4, "control"]
+    assert api["errors"] == [0] * 7 and api["records of the run"] == 7
     assert api["confirmed"] == (5, 1) and len(api["tables"]["confirmations"]) == 1
     assert api["run"][:2] == ("random", 4)
     assert {"uid", "verify_time", "run_time", "gflops", "run_id"} <= set(

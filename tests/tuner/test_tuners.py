@@ -109,7 +109,7 @@ def test_callbacks_are_called_once_per_batch_with_its_inputs_and_results(task):
     result = tune(task, 40, tuner=tuner, measurer=measurer,
                   callbacks=[lambda *args: calls.append(args)], batch_size=16)
     assert [len(inputs) for _, inputs, _ in calls] == [16, 16, 8]
-    assert measurer.batches == [16 + 1, 16 + 1, 8 + 1]  # and the control
+    assert measurer.batches == [16 + 2, 16 + 2, 8 + 2]  # and the control, twice
     assert all(t is tuner and len(inputs) == len(results) for t, inputs, results in calls)
     assert [i.config.index for _, inputs, _ in calls for i in inputs] == trials_of(measurer)
     assert result.trials == 40
@@ -128,7 +128,7 @@ def test_a_callback_raising_stop_tuning_ends_the_run_after_its_batch(task):
     measurer = FakeMeasurer()
     result = tune(task, 100, tuner=RandomTuner(task, seed=0), measurer=measurer,
                   callbacks=[stop_in_second_batch, log], batch_size=16)
-    assert measurer.batches == [16 + 1, 16 + 1]
+    assert measurer.batches == [16 + 2, 16 + 2]
     assert logged == trials_of(measurer)  # the callback after the one that stopped still ran
     assert result.trials == 32 and [n for n, _ in result.history] == [16, 32]
     assert result.best_config is not None
