@@ -31,16 +31,25 @@ This host does change speed within a batch: measured, a kernel runs at 104 us fo
 of steady load and then at 160-190 us, and a batch's timings last seconds. When the
 speed changes once during a batch, the control's two times differ, and dividing by the
 faster one can only overstate a candidate timed in the slow phase, never understate
-one: a config can look worse than it is, never better, so drift cannot crown it (it
-would take two changes within one batch, fast in the middle and slow at both ends).
-What noise is left is taken out at the end by confirmation (tuner/confirm.py), which
-re-times the top configs against each other in alternating rounds.
+one: a config can look worse than it is, never better. It can look better only when
+the host ran fast just while it was timed and slow at both ends of the batch (seen on
+this host: the speed flips within a second). So the candidates that beat the control
+(the two best of them) are timed again at once, beside the control, in two alternating
+rounds (`recheck`), and keep the worse of their two ratios: a config is crowned only
+if it beat the control twice, the second time next to it. What noise is left is taken
+out at the end by confirmation (tuner/confirm.py), which re-times the top configs
+against each other in alternating rounds.
 """
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from .measure import MeasureResult
+
+RECHECK = 2           # the best candidates of a batch that beat its control, timed again
+RECHECK_ROUNDS = 2
+RECHECK_MS = 50       # milliseconds per timing of the re-check
 
 
 def place(inputs: list, control) -> tuple[list, tuple[int, int]]:
@@ -68,3 +77,29 @@ def chain(results: list[MeasureResult], at: tuple, control_scaled: float | None,
         ratio = None if base is None else res.mean_cost / base
         out.append(dataclasses.replace(res, ratio=ratio, scaled_cost=res.mean_cost * factor))
     return out, factor
+
+
+def recheck(inputs: list, results: list[MeasureResult], measurer) -> list[MeasureResult]:
+    """The chained `results` of a batch whose control was timed first and last (`inputs`
+    as `place` made them), with the RECHECK best candidates that beat the control timed
+    again beside it in RECHECK_ROUNDS alternating rounds on `measurer` (its
+    `time_rounds`: the built code is reused); each keeps the worse of its ratios, and its
+    scaled cost with it. A config that cannot be re-timed keeps what it has."""
+    winners = sorted((i for i in range(1, len(results) - 1) if results[i].ok
+                      and results[i].ratio is not None and results[i].ratio < 1),
+                     key=lambda i: results[i].ratio)[:RECHECK]
+    if not winners:
+        return results
+    times = measurer.time_rounds([inputs[0], *(inputs[i] for i in winners)], RECHECK_ROUNDS,
+                                 RECHECK_MS)
+    control = times[0]
+    out = list(results)
+    for i, again in zip(winners, times[1:]):
+        if len(control) != RECHECK_ROUNDS or len(again) != RECHECK_ROUNDS:
+            continue
+        ratio = statistics.median(t / c for t, c in zip(again, control))
+        res = results[i]
+        if ratio > res.ratio:
+            out[i] = dataclasses.replace(res, ratio=ratio,
+                                         scaled_cost=res.scaled_cost * ratio / res.ratio)
+    return out

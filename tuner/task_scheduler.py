@@ -10,7 +10,8 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
 measurer measures them bracketed by the task's control (its best so far, the fallback
 until there is one: tuner/control.py, timed first and last), their costs are chained to
-the task's scale, the tuner learns from them (`update`), the batch is logged as one
+the task's scale (the candidates that beat the control timed once more beside it), the
+tuner learns from them (`update`), the batch is logged as one
 transaction (the control's timings as records of role "control"), then the callbacks
 run. Per task the loop keeps the
 trials done, the best-so-far curve, the errors and why the task left the rotation
@@ -49,7 +50,7 @@ from records import MeasureErrorNo
 from search_spaces import SpaceError
 
 from .confirm import BUDGET_SHARE, Confirmation, candidates, confirm, plan
-from .control import chain, place
+from .control import chain, place, recheck
 from .measure import MeasureInput, MeasureResult
 from .registry import make_tuners, tuner_name
 from .task import Task
@@ -332,9 +333,10 @@ class TaskScheduler:
                                MeasureInput(state.task, control))
             self.in_flight = state
             results = self.measurer.measure(inputs)
-            self.in_flight = None
             scaled = state.best_cost if tuner.best_config is not None else None
             results, state.factor = chain(results, at, scaled, state.factor)
+            results = recheck(inputs, results, self.measurer)
+            self.in_flight = None
             roles = ["control", *["trial"] * len(configs), "control"]
             self._learn(state, inputs, results, roles)
             inputs, results = inputs[1:-1], results[1:-1]

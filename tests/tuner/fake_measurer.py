@@ -21,9 +21,9 @@ def bowl_cost(config) -> float | None:
 class FakeMeasurer:
     """`.measure(inputs)` and `.time_rounds(inputs, rounds, repeat_ms)` as Measurer's,
     costs from `cost(config)` (None: a failure) times `speed(n)`, the host's slowness at
-    the n-th call of either (from 0; default 1: no drift). `measured` lists every config
-    index measured, in order; `batches` the batch sizes; `confirmed` the config indices
-    of each time_rounds call."""
+    the n-th call of `measure` (from 0; default 1: no drift; time_rounds sees no drift).
+    `measured` lists every config index measured, in order; `batches` the batch sizes;
+    `confirmed` the config indices of each time_rounds call."""
 
     def __init__(self, cost=bowl_cost, speed=lambda n: 1.0):
         self.cost, self.speed = cost, speed
@@ -37,12 +37,10 @@ class FakeMeasurer:
         self.confirmed.append([inp.config.index for inp in inputs])
         out = [[] for _ in inputs]
         for _ in range(rounds):
-            slow = self.speed(self.calls)
-            self.calls += 1
             for i, inp in enumerate(inputs):
                 cost = self.cost(inp.config)
                 if cost is not None:
-                    out[i].append(cost * slow)
+                    out[i].append(cost)
         return out
 
     def measure(self, inputs) -> list[MeasureResult]:

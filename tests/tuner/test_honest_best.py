@@ -14,9 +14,9 @@ import records
 from fake_measurer import FakeMeasurer, trials_of
 from tuner import Task
 from tuner.confirm import BUDGET_SHARE, Confirmed, candidates, confirm, plan
-from tuner.control import chain, place
+from tuner.control import RECHECK_ROUNDS, chain, place, recheck
 from tuner.grid_search_tuner import GridSearchTuner
-from tuner.measure import MeasureErrorNo, MeasureResult
+from tuner.measure import MeasureErrorNo, MeasureInput, MeasureResult
 from tuner.task_scheduler import TaskScheduler
 from tuner.tune import tune
 
@@ -111,11 +111,25 @@ def test_the_curve_and_the_progress_figures_are_on_the_scale(tmp_path):
     assert max(g for *_, g in history) == pytest.approx(TASK.flop / 1.0 / 1e9)
 
 
+def test_a_candidate_that_beat_the_control_in_a_fast_moment_loses_it_on_its_recheck():
+    space = TASK.config_space
+    inputs = [MeasureInput(TASK, space.get(i)) for i in (BEST, 30, 31, 32, BEST)]
+    # candidate 30 (truly 1.11) was timed while the host ran twice as fast; 31 and 32
+    # beat the control (1.0) by no luck of theirs: they do not, re-timed
+    timed = [result(1.0), result(0.555), result(0.9), result(1.13), result(1.0)]
+    chained, _ = chain(timed, (0, 4), 1.0, factor=1.0)
+    measurer = FakeMeasurer(v_cost)
+    out = recheck(inputs, chained, measurer)
+    assert measurer.confirmed == [[BEST, 30, 31]]  # the two that beat the control
+    assert [r.ratio for r in out] == pytest.approx([1.0, 1.11, 1.12, 1.13, 1.0])
+    assert out[1].scaled_cost == pytest.approx(1.11) and out[3] is chained[3]
+
+
 # ---------------------------------------------------------------------- confirmation
 
 class LuckyMeasurer(FakeMeasurer):
-    """Each config in `lucky` measures at `luck` times its cost when tuning, once (noise
-    that a control cannot take out); re-timed side by side it takes its true cost."""
+    """Each config in `lucky` measures at `luck` times its cost while tuning, its
+    re-check too (noise that no control takes out); confirmed, it takes its true cost."""
 
     def __init__(self, cost, lucky, luck=0.8):
         super().__init__(cost)
@@ -127,6 +141,13 @@ class LuckyMeasurer(FakeMeasurer):
                 if inp.config.index in self.lucky and r.ok else r
                 for inp, r in zip(inputs, out)]
 
+    def time_rounds(self, inputs, rounds, repeat_ms):
+        out = super().time_rounds(inputs, rounds, repeat_ms)
+        if rounds != RECHECK_ROUNDS:  # a confirmation
+            return out
+        return [[c * self.luck for c in t] if inp.config.index in self.lucky else t
+                for inp, t in zip(inputs, out)]
+
 
 def test_confirmation_picks_the_truly_fastest_of_the_top_configs(tmp_path):
     measurer = LuckyMeasurer(v_cost, lucky=[30])  # 1.11 measured as 0.888
@@ -135,7 +156,8 @@ def test_confirmation_picks_the_truly_fastest_of_the_top_configs(tmp_path):
         ranked, top = db.ranked(TASK, 6), db.top(TASK, 6)
         confirmation = db.confirmation(TASK)
     assert ranked[0].config_index == 30  # the tuner's pick: the lucky timing
-    assert measurer.confirmed == [[30, 19, 18, 20, 17, FALLBACK]]  # the top 5, the fallback
+    # the re-checks of batches' winners, then the top 5 and the fallback confirmed
+    assert measurer.confirmed[-1] == [30, 19, 18, 20, 17, FALLBACK]
     assert [r.config_index for r in top] == [19, 18, 20, 17, 30, FALLBACK]
     assert [r.confirmed_rank for r in top] == [1, 2, 3, 4, 5, 6]
     assert top[0].confirmed_cost == pytest.approx(1.0) and top[0].confirmed_ratio == 0.5
@@ -262,7 +284,8 @@ def test_resuming_a_confirmed_run_measures_nothing_twice(tmp_path):
         trials = trials_of(first, fallback_batch=True) + trials_of(second)
         assert len(trials) == len(set(trials)) == 32
         assert second.batches == [8 + 2, 8 + 2]  # no fallback again; each with its control
-        assert len(second.confirmed) == 1
+        # a re-check of the winners of its first batch, then one confirmation
+        assert [len(c) for c in second.confirmed] == [3, 6]
         logged = [r.config_index for r in db.records(TASK) if r.role != "control"]
         assert len(logged) == len(set(logged)) == 1 + 32
         assert db.best(TASK).config_index == BEST
