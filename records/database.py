@@ -56,7 +56,6 @@ _BEST = (_SELECT + "WHERE {tasks} AND r.template_version = ? AND r.error_no = 0 
          "r.scaled_cost IS NOT NULL AND r.role != 'control' ORDER BY r.scaled_cost, r.id")
 
 
-
 class Database:
     """`Database(path)`: open (or create) the tuning log at `path`.
 
@@ -369,7 +368,7 @@ class Database:
                 f"ORDER BY t.id", (key, *params))
                 if (found := self._top_of(row, version, 1))]
             if bests:
-                return min(bests, key=lambda r: r.cost if math.isfinite(r.cost) else math.inf)
+                return min(bests, key=lambda r: r.cost)
         return None
 
     @named_by_file

@@ -9,13 +9,13 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
 
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
 measurer measures them bracketed by the task's control (its best so far, the fallback
-until there is one: tuner/control.py, timed first and last), their costs are chained to
-the task's scale (the candidates that beat the control timed once more beside it), the
-tuner learns from them (`update`), the batch is logged as one
-transaction (the control's timings as records of role "control"), then the callbacks
-run. Per task the loop keeps the
-trials done, the best-so-far curve, the errors and why the task left the rotation
-(TaskState). The control is not a trial: it is not counted, and the tuner is not told.
+until there is one, timed first and last: tuner/control.py), their costs are chained to
+the task's scale (the candidates that beat the control are timed once more beside it),
+the tuner learns from them (`update`), the batch is logged as one transaction (the
+control's timings as records of role "control"), then the callbacks run. Per task the
+loop keeps the trials done, the best-so-far curve, the errors and why the task left the
+rotation (TaskState). The control is not a trial: it is not counted, and the tuner is
+not told.
 
 With a log, every task resumes from what it holds (`resume`) and gets a `runs` row of its
 own, closed when the run ends; and the untuned fallback config of every task is measured
