@@ -43,24 +43,25 @@ def bench(template, args, db_path, target, repeat, as_json):
     inputs = random_inputs(inputs_t)
     expected = expected_outputs(task, inputs)
     rows = [_bench_kernel(task, "fallback config", task.config_space.fallback(), inputs,
-                          expected, repeat)]
+                          expected)]
     if best is not None:
         what = "confirmed best" if best.confirmed else "best logged, not confirmed,"
         rows.append(_bench_kernel(task, f"{what} (#{best.config_index})", best.config,
-                                  inputs, expected, repeat))
+                                  inputs, expected))
     numpy_row = None
     numpy_fn = _numpy_equivalent(task, inputs)
     if numpy_fn is not None:
-        numpy_row = _bench_function("numpy", numpy_fn, expected, repeat)
+        numpy_row = _bench_function("numpy", numpy_fn, expected)
     elif task.template.reference is not None:
         numpy_row = _bench_function("numpy reference (float64)",
                                     lambda: task.template.reference(list(inputs), *task.args),
-                                    expected, repeat)
+                                    expected)
     if numpy_row is not None:
         rows.append(numpy_row)
     torch_fn = _torch_equivalent(task, inputs)
     if torch_fn is not None:
-        rows.append(_bench_function("PyTorch", torch_fn, expected, repeat))
+        rows.append(_bench_function("PyTorch", torch_fn, expected))
+    _time_in_rounds(rows, repeat)
     for row in rows:
         row["gflops"] = task.gflops(row["seconds"])
     fallback_s = rows[0]["seconds"]
@@ -75,11 +76,12 @@ def bench(template, args, db_path, target, repeat, as_json):
     for r in rows:
         s = r["seconds"]
         table.add_row(r["name"], format_seconds(s), format_gflops(r["gflops"]),
-                      format_ratio(fallback_s / s if s and fallback_s else None),
-                      format_ratio(numpy_s / s if s and numpy_s else None),
+                      format_ratio(r["vs_fallback"] if s and fallback_s else None),
+                      format_ratio(r["vs_numpy"] if s and numpy_s else None),
                       "ok" if r["correct"] else r["note"][:120])
     console = print_table(table, f"{task_label(task.name, task.args)}: {task.flop:,} flop, "
-                                 f"median of {repeat} timings")
+                                 f"medians of {repeat} alternating rounds (each kernel once "
+                                 f"a round; ratios taken within a round)")
     if best is None:
         console.print(f"no valid record of {task_label(task.name, task.args)} in {db_path}: "
                       f"only the fallback config was built")
@@ -87,9 +89,10 @@ def bench(template, args, db_path, target, repeat, as_json):
         console.print("PyTorch: not installed, or no equivalent of this template")
 
 
-def _bench_kernel(task, name: str, config, inputs, expected, repeat: int) -> dict:
-    """Build `config`, check its outputs against `expected` and time it in native code."""
-    row = {"name": name, "seconds": None, "correct": False, "note": ""}
+def _bench_kernel(task, name: str, config, inputs, expected) -> dict:
+    """A row for `config`: built, its outputs checked against `expected`, and a timer of
+    one measurement in native code (None when it did not build)."""
+    row = {"name": name, "seconds": None, "correct": False, "note": "", "timer": None}
     try:
         s, tensors = task.instantiate(config)
         f = compiler.build(s, tensors, target=task.target)
@@ -99,16 +102,16 @@ def _bench_kernel(task, name: str, config, inputs, expected, repeat: int) -> dic
     outputs = [unwritten(t) for t in task.tensors()[1]]
     f(*inputs, *outputs)
     problems = [p for got, want in zip(outputs, expected) if (p := mismatch(got, want))]
-    timer = f.time_evaluator(number=1, repeat=repeat, min_repeat_ms=int(BENCH_MIN_SECONDS * 1e3))
-    row.update(seconds=timer(*inputs, *outputs).median, correct=not problems,
-               note=problems[0] if problems else "")
+    timer = f.time_evaluator(number=1, repeat=1, min_repeat_ms=int(BENCH_MIN_SECONDS * 1e3))
+    row.update(correct=not problems, note=problems[0] if problems else "",
+               timer=lambda: timer(*inputs, *outputs).median)
     return row
 
 
-def _bench_function(name: str, fn, expected, repeat: int) -> dict:
-    """Time a Python function (numpy, PyTorch) with perf_counter as time_evaluator does:
-    a warm-up call, then `repeat` measurements of enough calls to last BENCH_MIN_SECONDS;
-    check its output against `expected`."""
+def _bench_function(name: str, fn, expected) -> dict:
+    """A row for a Python function (numpy, PyTorch): its output checked against
+    `expected`, and a timer of one measurement with perf_counter, as time_evaluator
+    times: enough calls to last BENCH_MIN_SECONDS, after the warm-up call."""
     start = time.perf_counter()
     got = fn()
     first = time.perf_counter() - start
@@ -116,14 +119,35 @@ def _bench_function(name: str, fn, expected, repeat: int) -> dict:
     problems = [p for g, want in zip(got, expected)
                 if (p := mismatch(np.asarray(g, dtype=want.dtype), want))]
     number = max(1, int(BENCH_MIN_SECONDS / max(first, 1e-9)))
-    samples = []
-    for _ in range(repeat):
+
+    def timer() -> float:
         start = time.perf_counter()
         for _ in range(number):
             fn()
-        samples.append((time.perf_counter() - start) / number)
-    return {"name": name, "seconds": statistics.median(samples), "correct": not problems,
-            "note": problems[0] if problems else ""}
+        return (time.perf_counter() - start) / number
+    return {"name": name, "seconds": None, "correct": not problems,
+            "note": problems[0] if problems else "", "timer": timer}
+
+
+def _time_in_rounds(rows: list[dict], repeat: int) -> None:
+    """Time every row that has a timer once per round, for `repeat` rounds, in reverse
+    order every other round, so that a change of the host's speed falls on all alike;
+    each row gets its median seconds and the medians of its per-round ratios to the
+    fallback (rows[0]) and to numpy (the row named so)."""
+    timed = [r for r in rows if r["timer"] is not None]
+    samples = {id(r): [] for r in timed}
+    for n in range(repeat):
+        for r in timed if n % 2 == 0 else reversed(timed):
+            samples[id(r)].append(r["timer"]())
+    numpy_row = next((r for r in timed if r["name"].startswith("numpy")), None)
+    for r in rows:
+        mine = samples.get(id(r))
+        r["seconds"] = statistics.median(mine) if mine else None
+        for key, ref in (("vs_fallback", rows[0]), ("vs_numpy", numpy_row)):
+            theirs = samples.get(id(ref)) if ref is not None else None
+            r[key] = statistics.median(t / m for t, m in zip(theirs, mine)) \
+                if mine and theirs else None
+        del r["timer"]
 
 
 def _numpy_equivalent(task, inputs):
