@@ -1,8 +1,10 @@
 """IRModule: the unit of compilation that every pass maps to a new one.
 
-A module holds PrimFuncs keyed by their own name, plus free-form attributes. It is a
-value: passes never change a module in place but return a new one (`with_function`),
-so a caller can keep the module from before a pass to compare or print it.
+A module holds PrimFuncs keyed by their own name, graph functions (compiler.graph, a
+BaseFunc) keyed by their global name ("main" for `from_expr`), plus free-form
+attributes. It is a value: passes never change a module in place but return a new one
+(`with_function`), so a caller can keep the module from before a pass to compare or
+print it.
 """
 from __future__ import annotations
 
@@ -11,6 +13,14 @@ from types import MappingProxyType
 from collections.abc import Mapping
 
 from .stmt import PrimFunc
+
+
+class BaseFunc:
+    """A function a module holds besides PrimFuncs: the graph level's Function subclasses
+    it (this layer does not import that one). `script(name)` is its text form."""
+
+    def script(self, name: str) -> str:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,9 +37,11 @@ class IRModule:
     def __post_init__(self):
         functions = dict(self.functions or {})
         for key, func in functions.items():
+            if isinstance(func, BaseFunc):
+                continue
             if not isinstance(func, PrimFunc):
                 raise TypeError(f"module function {key!r} is a {type(func).__name__}, "
-                                "not a PrimFunc")
+                                "not a PrimFunc or a graph function")
             if key != func.name:
                 raise ValueError(f"module key {key!r} holds PrimFunc {func.name!r}; "
                                  "a function is keyed by its own name")
@@ -42,9 +54,16 @@ class IRModule:
         """A module holding `func` alone."""
         return cls({func.name: func})
 
-    def with_function(self, func: PrimFunc) -> IRModule:
-        """A new module with `func` added, or replacing the function of the same name."""
-        return IRModule({**self.functions, func.name: func}, self.attrs)
+    @classmethod
+    def from_expr(cls, func: BaseFunc, name: str = "main") -> IRModule:
+        """A module holding the graph function `func` as `name` (Relay's from_expr)."""
+        return cls({name: func})
+
+    def with_function(self, func, name: str | None = None) -> IRModule:
+        """A new module with `func` added, or replacing the function of the same name (a
+        graph function's name: `name`, default "main")."""
+        key = func.name if isinstance(func, PrimFunc) else (name or "main")
+        return IRModule({**self.functions, key: func}, self.attrs)
 
     def __getitem__(self, name: str) -> PrimFunc:
         if name not in self.functions:
@@ -56,6 +75,7 @@ class IRModule:
         return name in self.functions
 
     def __str__(self):
-        return "\n\n".join(str(func) for func in self.functions.values())
+        return "\n\n".join(func.script(name) if isinstance(func, BaseFunc) else str(func)
+                           for name, func in self.functions.items())
 
     __repr__ = __str__

@@ -196,6 +196,9 @@ class PrimFuncPass(Pass):
     def _transform(self, mod, ctx):
         funcs = {}
         for name, func in mod.functions.items():
+            if not isinstance(func, PrimFunc):  # a graph function: not this pass's kind
+                funcs[name] = func
+                continue
             new = self.pass_func(func, mod, ctx)
             if not isinstance(new, PrimFunc):
                 raise TypeError(f"pass {self.info.name} returned a {type(new).__name__} "

@@ -1,0 +1,67 @@
+"""Type inference: every node of a graph function gets its checked type (`ty`).
+
+Post-order over the DAG, each node once (a node used twice is rewritten once and stays
+shared): a Var and a Constant carry their type; a Call's type is its op's type relation
+applied to its arguments' types (a call of a Function: the function's inferred return
+type, its parameters checked against the arguments); a Tuple's is the tuple of its
+fields' types. The result is a new Function whose nodes all carry `ty`, and whose
+ret_type is its body's type. A relation that fails is a GraphTypeError naming the op.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .op import GraphTypeError, Op
+from .ty import TupleType
+
+
+def infer_type(func: Function) -> Function:
+    """`func` with every node's type inferred (see the module docstring)."""
+    return _Infer().function(func)
+
+
+class _Infer:
+    def __init__(self):
+        self.memo: dict[int, Expr] = {}
+
+    def function(self, func: Function) -> Function:
+        body = self.visit(func.body)
+        return dataclasses.replace(func, body=body, ret_type=body.ty)
+
+    def visit(self, expr: Expr) -> Expr:
+        key = id(expr)
+        if key not in self.memo:
+            self.memo[key] = self._visit(expr)
+        return self.memo[key]
+
+    def _visit(self, expr: Expr) -> Expr:
+        if isinstance(expr, (Var, Constant)):
+            return expr
+        if isinstance(expr, Tuple):
+            fields = tuple(self.visit(f) for f in expr.fields)
+            return Tuple(fields, TupleType(tuple(f.ty for f in fields)))
+        if isinstance(expr, TupleGetItem):
+            value = self.visit(expr.tuple_value)
+            if not isinstance(value.ty, TupleType) or not \
+                    0 <= expr.index < len(value.ty.fields):
+                raise GraphTypeError(f"TupleGetItem: no field {expr.index} in {value.ty}")
+            return TupleGetItem(value, expr.index, value.ty.fields[expr.index])
+        if isinstance(expr, Call):
+            args = tuple(self.visit(a) for a in expr.args)
+            types = [a.ty for a in args]
+            if isinstance(expr.op, Op):
+                ty = expr.op.type_rel(types, expr.attrs)
+                return Call(expr.op, args, expr.attrs, ty)
+            if isinstance(expr.op, Function):
+                fn = _Infer().function(expr.op)
+                want = [p.ty for p in fn.params]
+                if want != types:
+                    raise GraphTypeError(f"a call of a function with parameters "
+                                         f"{', '.join(map(str, want))} on arguments "
+                                         f"{', '.join(map(str, types))}")
+                return Call(fn, args, expr.attrs, fn.ret_type)
+            raise GraphTypeError(f"a call of {expr.op!r}, neither an op nor a function")
+        if isinstance(expr, Function):
+            return _Infer().function(expr)
+        raise GraphTypeError(f"no type for a {type(expr).__name__}")

@@ -1,0 +1,182 @@
+"""The graph level's IR (compiler/graph): nodes, the op registry's type relations, the
+text form of the reference's example (pass-infra-and-operator-fusion, 0x01) before and
+after InferType, and type errors that name the op and the shapes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import graph
+from compiler.graph import GraphTypeError, TensorType, TupleType
+from compiler.ir.module import IRModule
+from compiler.transform.pass_infra import PassContext, Sequential
+
+
+def example():
+    """The reference's example(), in our constructors."""
+    shape = (1, 64, 54, 54)
+    c = graph.const(np.empty(shape).astype("float32"))
+    weight = graph.var("weight", shape=(64, 64, 3, 3))
+    x = graph.var("x", graph.TensorType((1, 64, 56, 56), "float32"))
+    conv = graph.nn.conv2d(x, weight)
+    y = graph.add(c, c)
+    y = graph.multiply(y, graph.const(2, "float32"))
+    y = graph.add(conv, y)
+    z = graph.add(y, c)
+    z1 = graph.add(y, c)
+    z2 = graph.add(z, z1)
+    return graph.Function([x, weight], z2)
+
+
+T = "Tensor[(1, 64, 54, 54), float32]"
+
+
+def test_the_example_prints_in_the_reference_text_form():
+    assert str(IRModule.from_expr(example())) == "\n".join([
+        "def @main(%x: Tensor[(1, 64, 56, 56), float32], "
+        "%weight: Tensor[(64, 64, 3, 3), float32]) {",
+        "  %0 = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]);",
+        "  %1 = add(meta[relay.Constant][0], meta[relay.Constant][0]);",
+        "  %2 = multiply(%1, 2f);",
+        "  %3 = add(%0, %2);",
+        "  %4 = add(%3, meta[relay.Constant][0]);",
+        "  %5 = add(%3, meta[relay.Constant][0]);",
+        "  add(%4, %5)",
+        "}"])
+
+
+def test_infer_type_types_every_node_and_the_text_shows_them():
+    mod = graph.transform.InferType()(IRModule.from_expr(example()))
+    text = str(mod).splitlines()
+    assert text[0].endswith(f") -> {T} {{")
+    assert text[1] == f"  %0 = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]) /* ty={T} */;"
+    assert text[4] == f"  %3 = add(%0, %2) /* ty={T} */;"
+    assert text[5] == (f"  %4 = add(%3, meta[relay.Constant][0] /* ty={T} */) "
+                       f"/* ty={T} */;")
+    assert text[-2] == f"  add(%4, %5) /* ty={T} */"
+    assert mod["main"].ret_type == TensorType((1, 64, 54, 54))
+
+
+def test_infer_type_keeps_a_shared_node_shared():
+    x = graph.var("x", shape=(4,))
+    a = graph.exp(x)
+    fn = graph.transform.InferType()(IRModule.from_expr(
+        graph.Function([x], graph.add(a, a))))["main"]
+    assert fn.body.args[0] is fn.body.args[1] and fn.body.args[0].ty == TensorType((4,))
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(13, 7, 3, 3)), strides=2,
+                               padding=1), (1, 13, 19, 19)),
+    (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(7, 1, 3, 3)), groups=7, padding=1),
+     (1, 7, 37, 37)),
+    (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(5, 7, 3, 3)), dilation=2),
+     (1, 5, 33, 33)),
+    (lambda x: graph.nn.max_pool2d(x, 3, 2, 1), (1, 7, 19, 19)),
+    (lambda x: graph.nn.avg_pool2d(x, 2, 2), (1, 7, 18, 18)),
+    (lambda x: graph.nn.global_avg_pool2d(x), (1, 7, 1, 1)),
+    (lambda x: graph.nn.batch_flatten(x), (1, 7 * 37 * 37)),
+    (lambda x: graph.reshape(x, (0, -1)), (1, 7 * 37 * 37)),
+    (lambda x: graph.transpose(x, (0, 2, 3, 1)), (1, 37, 37, 7)),
+    (lambda x: graph.nn.pad(x, ((0, 0), (0, 0), (1, 2), (3, 4))), (1, 7, 40, 44)),
+    (lambda x: graph.mean(x, axis=(2, 3), keepdims=True), (1, 7, 1, 1)),
+    (lambda x: graph.sum(x, axis=1), (1, 37, 37)),
+    (lambda x: graph.concatenate([x, x], axis=1), (1, 14, 37, 37)),
+    (lambda x: graph.nn.bias_add(x, graph.var("b", shape=(7,))), (1, 7, 37, 37)),
+    (lambda x: graph.clip(graph.nn.relu(x), 0, 6), (1, 7, 37, 37)),
+    (lambda x: graph.nn.softmax(graph.sigmoid(graph.tanh(x)), axis=1), (1, 7, 37, 37)),
+    (lambda x: graph.matmul(x, graph.var("m", shape=(37, 13))), (1, 7, 37, 13)),
+])
+def test_type_relations_on_odd_shapes(make, shape):
+    x = graph.var("x", shape=(1, 7, 37, 37))
+    fn = graph.transform.InferType()(IRModule.from_expr(graph.Function([x], make(x))))["main"]
+    assert fn.ret_type == TensorType(shape)
+
+
+def test_dense_batch_matmul_batch_norm_and_layout_transform():
+    x = graph.var("x", shape=(3, 37))
+    dense = graph.nn.dense(x, graph.var("w", shape=(13, 37)))
+    a, b = graph.var("a", shape=(2, 7, 5)), graph.var("b", shape=(2, 13, 5))
+    data = graph.var("d", shape=(1, 32, 7, 7))
+    vec = [graph.var(n, shape=(32,)) for n in "gbmv"]
+    norm = graph.nn.batch_norm(data, *vec)
+    packed = graph.layout_transform(data, "NCHW", "NCHW16c")
+    fn = graph.Function([x, a, b, data], graph.Tuple(
+        [dense, graph.nn.batch_matmul(a, b), norm, packed,
+         graph.layout_transform(packed, "NCHW16c", "NCHW")]))
+    typed = graph.transform.InferType()(IRModule.from_expr(fn))["main"]
+    assert typed.ret_type == TupleType((
+        TensorType((3, 13)), TensorType((2, 7, 13)), TensorType((1, 32, 7, 7)),
+        TensorType((1, 2, 7, 7, 16)), TensorType((1, 32, 7, 7))))
+    assert typed.body.fields[2].tuple_value.ty == TupleType(
+        (TensorType((1, 32, 7, 7)), TensorType((32,)), TensorType((32,))))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda x: graph.add(x, graph.var("y", shape=(3, 5))),
+     r"add: shapes \(1, 7, 37, 37\) and \(3, 5\) do not broadcast"),
+    (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(8, 3, 3, 3))),
+     r"nn.conv2d: data \(1, 7, 37, 37\) and weight \(8, 3, 3, 3\) do not match"),
+    (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(8, 7, 39, 39))),
+     r"nn.conv2d: a window of 39"),
+    (lambda x: graph.reshape(x, (5, -1)), r"reshape: cannot reshape \(1, 7, 37, 37\)"),
+    (lambda x: graph.nn.bias_add(x, graph.var("b", shape=(8,))),
+     r"nn.bias_add: bias \(8,\) does not match axis 1"),
+    (lambda x: graph.add(x, graph.var("i", shape=(1,), dtype="int32")),
+     r"add: arguments of different dtypes"),
+    (lambda x: graph.layout_transform(x, "NCHW", "NCHW16c"),
+     r"layout_transform: 7 channels do not split into blocks of 16"),
+])
+def test_a_type_error_names_the_op_and_the_shapes(make, words):
+    x = graph.var("x", shape=(1, 7, 37, 37))
+    mod = IRModule.from_expr(graph.Function([x], make(x)))
+    with pytest.raises(GraphTypeError, match=words):
+        graph.transform.InferType()(mod)
+
+
+def test_an_unknown_attribute_or_op_is_named():
+    x = graph.var("x", shape=(1, 3, 8, 8))
+    with pytest.raises(TypeError, match="nn.relu: unknown attribute.*alpha"):
+        graph.tensor_ops.call("nn.relu", [x], alpha=0.1)
+    with pytest.raises(KeyError, match="no graph op 'nn.gelu'"):
+        graph.get_op("nn.gelu")
+
+
+def test_graph_functions_and_prim_funcs_share_a_module_and_the_pass_infrastructure():
+    from compiler.ir.module import BaseFunc
+    fn = example()
+    assert isinstance(fn, BaseFunc)
+    seen = []
+    with PassContext(opt_level=3):
+        mod = Sequential([graph.transform.InferType()])(IRModule.from_expr(fn))
+    seen.append(mod["main"].ret_type)
+    assert seen == [TensorType((1, 64, 54, 54))]
+    assert set(mod.functions) == {"main"} and "main" in mod
+
+
+def test_the_ops_the_issue_names_are_registered_with_a_pattern():
+    from compiler.ops.pattern import OpPattern
+    names = {"nn.conv2d", "nn.dense", "nn.batch_matmul", "matmul", "nn.bias_add", "add",
+             "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh", "exp",
+             "nn.batch_norm", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
+             "nn.softmax", "reshape", "nn.batch_flatten", "transpose", "concatenate",
+             "nn.pad", "mean", "sum", "layout_transform"}
+    assert names <= set(graph.registered_ops())
+    assert graph.get_op("nn.conv2d").pattern == OpPattern.OUT_ELEMWISE_FUSABLE
+    assert graph.get_op("add").pattern == OpPattern.BROADCAST
+    assert graph.get_op("nn.softmax").pattern == OpPattern.OPAQUE
+
+
+def test_a_prim_func_pass_leaves_graph_functions_alone():
+    from compiler import te
+    from compiler.build import lower
+    from compiler.transform.pass_infra import prim_func_pass
+    a = te.placeholder((4,), name="A")
+    b = te.compute((4,), lambda i: a[i] + 1.0, name="B")
+    prim = lower(te.create_schedule(b.op), [a, b], name="plus_one")
+    mod = IRModule.from_expr(example()).with_function(prim)
+    touched = []
+    out = prim_func_pass(lambda f, m, c: touched.append(f.name) or f)(mod)
+    assert touched == ["plus_one"] and out["main"] is mod["main"]
+    text = str(out)
+    assert text.startswith("def @main(") and "plus_one" in text
