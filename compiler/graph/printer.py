@@ -67,8 +67,10 @@ class _Printer:
         self.typed = True  # types show once InferType has run
 
     def function(self, func: Function, head: str, indent: str) -> str:
-        saved = self.lines, self.names, self.counter, self.typed
-        self.lines, self.names, self.counter = [], {}, 0
+        # a nested function's bindings are numbered on from the enclosing ones, as TVM
+        # numbers them (the function itself is then bound after its body's names)
+        saved = self.lines, self.names, self.typed
+        self.lines, self.names = [], {}
         self.typed = func.ret_type is not None
         params = [f"%{p.name}: {p.ty}" for p in func.params]
         params += [f"{k}={_attr_value(v) if not isinstance(v, int) else v}"
@@ -76,7 +78,7 @@ class _Printer:
         ret = f" -> {func.ret_type}" if func.ret_type is not None else ""
         result = self.value(func.body, indent + "  ")
         body = [*self.lines, f"{indent}  {result}"]
-        self.lines, self.names, self.counter, self.typed = saved
+        self.lines, self.names, self.typed = saved
         return "\n".join([f"{head}({', '.join(params)}){ret} {{", *body, f"{indent}}}"])
 
     def value(self, expr: Expr, indent: str) -> str:

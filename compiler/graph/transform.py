@@ -1,16 +1,21 @@
 """Graph passes, on the compiler's pass infrastructure (compiler.transform: Pass,
 Sequential, PassContext, PrintIR, instruments). Each is a module pass that rewrites
-every graph function of the module and leaves its PrimFuncs alone.
+every graph function of the module and leaves its PrimFuncs alone; a pass that needs
+types requires InferType, which then runs first.
 
     mod = IRModule.from_expr(fn)
-    mod = graph.transform.InferType()(mod)
+    mod = graph.transform.FoldConstant()(mod)
 """
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from ..transform.pass_infra import module_pass
-from .expr import Function
+from ..transform.pass_infra import module_pass, register_pass, register_pass_config
+from .expr import Call, Constant, Function
+from .functor import ExprMutator
+from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
+from .op import Op
+from .reference import REFERENCE, apply_op
 
 
 def _each_function(mod: IRModule, rewrite) -> IRModule:
@@ -23,3 +28,59 @@ def InferType():
     """Every node of every graph function gets its checked type (infer_type.py)."""
     return module_pass(lambda mod, ctx: _each_function(mod, infer_type), opt_level=0,
                        name="InferType")
+
+
+register_pass("InferType", InferType)
+
+
+class _FoldConstant(ExprMutator):
+    def rewrite_call(self, call: Call):
+        if isinstance(call.op, Op) and call.op.name in REFERENCE and call.args and \
+                all(isinstance(a, Constant) for a in call.args):
+            value = apply_op(call.op, [a.data for a in call.args], call.attrs)
+            if not isinstance(value, tuple):
+                return Constant(value.astype(call.ty.dtype if call.ty else value.dtype))
+        return call
+
+
+def FoldConstant():
+    """Calls whose arguments are all constants become the constant they compute
+    (reference.py's numpy), as Relay's FoldConstant."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: _FoldConstant().function(f)), opt_level=2, name="FoldConstant",
+        required=("InferType",))
+
+
+class _EliminateCommonSubexpr(ExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.seen: dict = {}
+
+    def rewrite_call(self, call: Call):
+        if not isinstance(call.op, Op):
+            return call
+        key = (call.op.name, tuple(id(a) for a in call.args),
+               tuple(sorted((k, repr(v)) for k, v in call.attrs.items())))
+        return self.seen.setdefault(key, call)
+
+
+def EliminateCommonSubexpr():
+    """Two calls of one op on the same argument nodes with equal attrs become one (opt
+    level 3, as in Relay)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: _EliminateCommonSubexpr().function(f)), opt_level=3,
+        name="EliminateCommonSubexpr", required=("InferType",))
+
+
+register_pass_config("relay.FuseOps.max_depth", int, MAX_DEPTH)
+
+
+def FuseOps(fuse_opt_level: int = -1):
+    """Operator fusion (fuse_ops.py): each group of ops becomes a function with
+    Primitive=1. fuse_opt_level -1 takes the PassContext's opt_level; 0 fuses nothing.
+    The most nodes in a group: the config "relay.FuseOps.max_depth" (default 256)."""
+    def run(mod, ctx):
+        level = ctx.opt_level if fuse_opt_level == -1 else fuse_opt_level
+        depth = ctx.get_config("relay.FuseOps.max_depth")
+        return _each_function(mod, lambda f: fuse_ops(f, level, depth))
+    return module_pass(run, opt_level=0, name="FuseOps", required=("InferType",))

@@ -23,6 +23,8 @@ class TensorType:
         return len(self.shape)
 
     def __str__(self):
+        if not self.shape:  # a scalar, as Relay prints it
+            return self.dtype
         return f"Tensor[({', '.join(str(d) for d in self.shape)}), {self.dtype}]"
 
 

@@ -23,8 +23,9 @@ from ..ir.stmt import PrimFunc
 @dataclass(frozen=True)
 class PassInfo:
     """A pass's name (what disabled_pass / required_pass match), the least context
-    opt_level it runs at, and the names of passes it assumes ran before it (`required`:
-    recorded for readers and instruments, not resolved, as there is no pass registry).
+    opt_level it runs at, and the names of passes it needs run before it (`required`:
+    each one registered with `register_pass` runs first, every time; another name is
+    recorded for readers and instruments only).
     """
     name: str
     opt_level: int
@@ -32,6 +33,12 @@ class PassInfo:
 
 
 _CONFIG_KEYS: dict[str, tuple[type, object]] = {}
+_PASSES: dict[str, Callable] = {}
+
+
+def register_pass(name: str, factory: Callable) -> None:
+    """Make `factory()` (a Pass) what a pass that requires `name` runs first."""
+    _PASSES[name] = factory
 
 
 def register_pass_config(key: str, value_type: type, default) -> None:
@@ -159,6 +166,9 @@ class Pass:
         # Ask every instrument, as TVM does, so none misses a should_run call.
         if not all([inst.should_run(mod, self.info) for inst in ctx.instruments]):
             return mod
+        for name in self.info.required:
+            if name in _PASSES:
+                mod = _PASSES[name]()(mod)
         for inst in ctx.instruments:
             inst.run_before_pass(mod, self.info)
         out = self._transform(mod, ctx)

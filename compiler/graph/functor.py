@@ -1,0 +1,54 @@
+"""ExprMutator: a post-order rewrite of a graph function that visits each node once.
+
+A subclass overrides `rewrite_call` (and the others as it needs); the base rebuilds a
+node only when one of its children changed, so an untouched part of the graph stays
+the same objects, sharing included. A rebuilt node keeps its `ty`: the rewrites here
+keep types, and a pass that may not reruns InferType.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+
+
+class ExprMutator:
+    def __init__(self):
+        self.memo: dict[int, Expr] = {}
+
+    def function(self, func: Function) -> Function:
+        body = self.visit(func.body)
+        return func if body is func.body else dataclasses.replace(func, body=body)
+
+    def visit(self, expr: Expr) -> Expr:
+        key = id(expr)
+        if key not in self.memo:
+            self.memo[key] = self._visit(expr)
+        return self.memo[key]
+
+    def _visit(self, expr: Expr) -> Expr:
+        if isinstance(expr, (Var, Constant)):
+            return self.rewrite_leaf(expr)
+        if isinstance(expr, Call):
+            args = tuple(self.visit(a) for a in expr.args)
+            op = self.visit(expr.op) if isinstance(expr.op, Function) else expr.op
+            same = op is expr.op and all(a is b for a, b in zip(args, expr.args))
+            return self.rewrite_call(expr if same else Call(op, args, expr.attrs, expr.ty))
+        if isinstance(expr, Tuple):
+            fields = tuple(self.visit(f) for f in expr.fields)
+            same = all(a is b for a, b in zip(fields, expr.fields))
+            return expr if same else Tuple(fields, expr.ty)
+        if isinstance(expr, TupleGetItem):
+            value = self.visit(expr.tuple_value)
+            return expr if value is expr.tuple_value else \
+                TupleGetItem(value, expr.index, expr.ty)
+        if isinstance(expr, Function):
+            return type(self)().function(expr)  # a function is a scope of its own
+        raise TypeError(f"cannot rewrite a {type(expr).__name__}")
+
+    def rewrite_leaf(self, expr: Expr) -> Expr:
+        return expr
+
+    def rewrite_call(self, call: Call) -> Expr:
+        """A call whose arguments are rewritten already."""
+        return call

@@ -1,0 +1,308 @@
+"""FuseOps: operator fusion by post-dominator analysis (the reference's 0x02-0x03, TVM's
+fuse_ops.cc), in three steps:
+
+1. IndexedForwardGraph: every node of the function in post-DFS order (operands before
+   their users), each with its pattern kind and its edges to the nodes that use it,
+   each edge with a pattern (a broadcast op whose operand has the result's shape reads
+   it elementwise). The function's result, the parameters and non-scalar constants are
+   opaque roots that nothing fuses into.
+2. The post-dominator tree: in reverse post-DFS order, a node's parent is the least
+   common ancestor of its users in the tree, with the combined (largest) pattern of the
+   edges and tree nodes on the way; a node used outside the graph has none.
+3. The partition (union-find groups), in three phases over the nodes in post-DFS order:
+   phase 0 fuses an OUT_ELEMWISE_FUSABLE anchor (conv2d, dense) with its post-dominator
+   when every path between them is at most BROADCAST; elementwise and broadcast ops
+   fuse into an injective or reduction post-dominator; phase 1 fuses injective ops
+   (and tuples) along all-injective paths; phase 2 fuses injective ops into tuples.
+   `CheckPath` checks every path from a node to its post-dominator; `CommitFuse`
+   merges every group on those paths into the post-dominator's. A fusion that would
+   make a group of more than `relay.FuseOps.max_depth` nodes (default 256) is skipped.
+
+Each group with an op becomes a `Function` with `Primitive=1` whose parameters
+(`%p0`, `%p1`, ...) take the values from outside the group, called where the group's
+result was. fuse_opt_level=0 (or opt_level 0) fuses nothing: one function per op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ops.pattern import OpPattern
+from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .op import Op
+
+TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining order
+ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
+COMM_REDUCE, OUT_FUSABLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
+                                    OpPattern.OPAQUE)
+MAX_DEPTH = 256
+
+
+@dataclass(eq=False)
+class Node:
+    """A node of the indexed forward graph: its expression, index in post-DFS order,
+    pattern, users (node, edge pattern) and whether something outside uses it."""
+    ref: Expr
+    index: int = -1
+    pattern: int = OPAQUE
+    outputs: list = field(default_factory=list)
+    extern_ref: bool = False
+
+
+def forward_graph(body: Expr) -> list[Node]:
+    """The nodes of `body` in post-DFS order (see the module docstring)."""
+    nodes: dict[int, Node] = {}
+    order: list[Node] = []
+
+    def node(expr: Expr) -> Node:
+        if id(expr) not in nodes:
+            nodes[id(expr)] = Node(expr)
+        return nodes[id(expr)]
+
+    def use(arg: Expr, user: Node | None, pattern: int) -> None:
+        n = node(arg)
+        if user is None:
+            n.extern_ref = True
+        else:
+            n.outputs.append((user, pattern))
+
+    def visit(expr: Expr) -> None:
+        if id(expr) in nodes and nodes[id(expr)].index >= 0:
+            return
+        me = node(expr)
+        if isinstance(expr, Call) and isinstance(expr.op, Op):
+            me.pattern = expr.op.pattern
+            for arg in expr.args:
+                edge = me.pattern
+                if edge == BROADCAST and getattr(arg.ty, "shape", None) == expr.ty.shape:
+                    edge = ELEMWISE
+                use(arg, me, edge)
+                visit(arg)
+        elif isinstance(expr, Call):  # a call of a function: opaque
+            for arg in expr.args:
+                use(arg, me, OPAQUE)
+                visit(arg)
+        elif isinstance(expr, Tuple):
+            me.pattern = TUPLE
+            for f in expr.fields:
+                use(f, me, INJECTIVE)
+                visit(f)
+        elif isinstance(expr, TupleGetItem):
+            me.pattern = INJECTIVE
+            use(expr.tuple_value, me, INJECTIVE)
+            visit(expr.tuple_value)
+        elif isinstance(expr, Constant):
+            simple = expr.data.ndim == 0 and expr.data.dtype in (np.float32, np.int32,
+                                                                 np.int64, np.float64)
+            me.pattern = ELEMWISE if simple else OPAQUE
+        me.index = len(order)
+        order.append(me)
+
+    visit(body)
+    use(body, None, OPAQUE)
+    return order
+
+
+@dataclass(eq=False)
+class TreeNode:
+    gnode: Node
+    parent: TreeNode | None = None
+    depth: int = 1
+    pattern: int = OPAQUE
+
+
+def post_dominator_tree(order: list[Node]) -> list[TreeNode]:
+    """The post-dominator tree's node of each graph node, by index."""
+    tree: list[TreeNode | None] = [None] * len(order)
+    for n in reversed(order):
+        t = TreeNode(n)
+        if not n.extern_ref:
+            parent, pattern = None, ELEMWISE
+            for user, edge in n.outputs:
+                other = tree[user.index]
+                pattern = max(pattern, edge)
+                parent, pattern = (other, pattern) if parent is None else \
+                    _lca(parent, other, pattern)
+            if parent is not None:
+                t.parent, t.depth, t.pattern = parent, parent.depth + 1, pattern
+        tree[n.index] = t
+    return tree
+
+
+def _lca(lhs: TreeNode | None, rhs: TreeNode | None, pattern: int):
+    while lhs is not rhs:
+        if lhs is None or rhs is None:
+            return None, pattern
+        if lhs.depth < rhs.depth:
+            pattern, rhs = max(pattern, rhs.pattern), rhs.parent
+        elif rhs.depth < lhs.depth:
+            pattern, lhs = max(pattern, lhs.pattern), lhs.parent
+        else:
+            pattern = max(pattern, lhs.pattern, rhs.pattern)
+            lhs, rhs = lhs.parent, rhs.parent
+    return lhs, pattern
+
+
+@dataclass(eq=False)
+class Group:
+    """A union-find group: its root is the group's output node."""
+    pattern: int
+    root_ref: Expr
+    anchor_ref: Expr | None = None
+    parent: Group | None = None
+    num_nodes: int = 1
+
+    def find_root(self) -> Group:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        node = self
+        while node is not root:
+            node.parent, node = root, node.parent
+        return root
+
+
+def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> list[Group]:
+    """The group of each node (see the module docstring)."""
+    groups = [Group(n.pattern, n.ref, n.ref if n.pattern == OUT_FUSABLE else None)
+              for n in order]
+    if opt_level == 0:
+        return groups
+    tree = post_dominator_tree(order)
+
+    def check_path(src: Node, sink: Node, cond) -> bool:
+        seen = set()
+
+        def walk(n: Node) -> bool:
+            if id(n) in seen:
+                return True
+            seen.add(id(n))
+            if not cond(groups[n.index].find_root().pattern, n is sink):
+                return False
+            return n is sink or all(walk(user) for user, _ in n.outputs)
+        return all(walk(user) for user, _ in src.outputs)
+
+    def commit(src: Node, sink: Node) -> None:
+        target, seen = groups[sink.index], set()
+
+        def walk(n: Node) -> None:
+            if n is sink or id(n) in seen:
+                return
+            seen.add(id(n))
+            child, parent = groups[n.index].find_root(), target.find_root()
+            if child is not parent:
+                parent.num_nodes += child.num_nodes
+                child.parent = parent
+                if child.anchor_ref is not None:
+                    parent.anchor_ref = child.anchor_ref
+                    parent.pattern = max(parent.pattern, child.pattern)
+            for user, _ in n.outputs:
+                walk(user)
+        walk(src)
+
+    def count_with(child: Node, dom: Node) -> int:
+        seen = set()
+
+        def walk(n: Node) -> int:
+            if n is dom or id(n) in seen:
+                return 0
+            seen.add(id(n))
+            return groups[n.index].num_nodes + sum(walk(u) for u, _ in n.outputs)
+        return groups[dom.index].find_root().num_nodes + walk(child)
+
+    for phase in range(3):
+        for n, t in zip(order, tree):
+            group = groups[n.index]
+            if group.pattern == OPAQUE or t.parent is None:
+                continue
+            dom = t.parent.gnode
+            if count_with(n, dom) > max_depth:
+                continue
+            dom_group = groups[dom.index]
+            if phase == 2:
+                if group.pattern > INJECTIVE or dom_group.find_root().pattern == TUPLE:
+                    continue
+                if dom_group.pattern == TUPLE and dom_group.find_root().pattern <= INJECTIVE \
+                        and check_path(n, dom, lambda k, sink: k <= INJECTIVE):
+                    commit(n, dom)
+                continue
+            if group.find_root() is dom_group.find_root() or dom_group.pattern == TUPLE:
+                continue
+            if group.pattern == OUT_FUSABLE:
+                if phase == 0 and t.pattern == ELEMWISE and \
+                        check_path(n, dom, lambda k, sink: k <= BROADCAST):
+                    commit(n, dom)
+            elif group.pattern <= BROADCAST:
+                if t.pattern <= INJECTIVE or t.pattern == COMM_REDUCE:
+                    def cond(k, sink):
+                        return k in (ELEMWISE, BROADCAST, INJECTIVE, COMM_REDUCE, OUT_FUSABLE) \
+                            if sink else k <= INJECTIVE
+                    if check_path(n, dom, cond):
+                        commit(n, dom)
+            elif group.pattern in (INJECTIVE, TUPLE):
+                if phase == 1 and t.pattern <= INJECTIVE and \
+                        check_path(n, dom, lambda k, sink: k <= INJECTIVE):
+                    commit(n, dom)
+    return groups
+
+
+def fuse_ops(func: Function, opt_level: int, max_depth: int = MAX_DEPTH) -> Function:
+    """`func` (typed) with every group of its partition made a Primitive function."""
+    order = forward_graph(func.body)
+    groups = partition(order, opt_level, max_depth)
+    group_of = {id(n.ref): groups[n.index] for n in order}
+    return Function(func.params, _Fuser(group_of).visit(func.body, None), func.ret_type,
+                    func.attrs)
+
+
+class _Fuser:
+    """Rebuilds the graph: inside a group, a value from another group becomes a
+    parameter of the group's function; at the group's root, the function is called."""
+
+    def __init__(self, group_of: dict):
+        self.group_of = group_of
+        self.memo: dict = {}
+        self.params: dict = {}  # group -> {id(outer value): (param, outer value)}
+
+    def visit(self, expr: Expr, into: Group | None) -> Expr:
+        """`expr` as seen from group `into` (None: outside every group)."""
+        if isinstance(expr, Var):
+            return expr if into is None else self._param(into, expr)
+        group = self.group_of[id(expr)].find_root()
+        if isinstance(expr, Constant) and (into is None or group is not into):
+            return expr if into is None else self._param(into, expr)
+        if into is not None and group is not into:
+            return self._param(into, self.visit(expr, None))
+        key = (id(expr), id(into))
+        if key in self.memo:
+            return self.memo[key]
+        # a tuple or a field of one alone in its group needs no function (a field of
+        # batch_norm's tuple, the tuple of a function's outputs)
+        alone = isinstance(expr, (Tuple, TupleGetItem)) and group.num_nodes == 1
+        inner = None if alone else group if into is None else into
+        out = self._rebuild(expr, inner)
+        if into is None and not alone and group.root_ref is expr:
+            out = self._function(group, out)
+        self.memo[key] = out
+        return out
+
+    def _rebuild(self, expr: Expr, into: Group) -> Expr:
+        if isinstance(expr, Call):
+            return Call(expr.op, [self.visit(a, into) for a in expr.args], expr.attrs, expr.ty)
+        if isinstance(expr, Tuple):
+            return Tuple([self.visit(f, into) for f in expr.fields], expr.ty)
+        if isinstance(expr, TupleGetItem):
+            return TupleGetItem(self.visit(expr.tuple_value, into), expr.index, expr.ty)
+        return expr
+
+    def _param(self, group: Group, value: Expr) -> Var:
+        params = self.params.setdefault(id(group), {})
+        if id(value) not in params:
+            params[id(value)] = (Var(f"p{len(params)}", value.ty), value)
+        return params[id(value)][0]
+
+    def _function(self, group: Group, body: Expr) -> Call:
+        params = list(self.params.get(id(group), {}).values())
+        fn = Function([p for p, _ in params], body, body.ty, {"Primitive": 1})
+        return Call(fn, [v for _, v in params], {}, body.ty)

@@ -1,0 +1,200 @@
+"""The graph passes (compiler/graph/transform.py) on the reference's worked examples
+(pass-infra-and-operator-fusion, 0x01 and 0x03): FoldConstant, EliminateCommonSubexpr
+at opt_level 3 only, FuseOps at fuse_opt_level 0 and by default, each fusion rule on a
+small graph, max_depth, a pass's required InferType; every rewrite keeps the numbers
+(the numpy reference evaluator)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import graph
+from compiler.graph.expr import Call, Function
+from compiler.graph.reference import evaluate
+from compiler.ir.module import IRModule
+from compiler.transform.pass_infra import PassContext, Sequential
+from test_graph_ir import T, example
+
+rng = np.random.default_rng(0)
+
+
+def fused_functions(mod) -> list[Function]:
+    """The Primitive functions the main function calls, in calling order."""
+    found = []
+
+    def walk(e):
+        if isinstance(e, Call):
+            for a in e.args:
+                walk(a)
+            if isinstance(e.op, Function) and e.op not in found:
+                found.append(e.op)
+        elif isinstance(e, graph.Tuple):
+            for f in e.fields:
+                walk(f)
+        elif isinstance(e, graph.TupleGetItem):
+            walk(e.tuple_value)
+    walk(mod["main"].body)
+    return found
+
+
+def ops_of(fn: Function) -> list[str]:
+    """The ops a function calls, each node once, in post-order."""
+    names, seen = [], set()
+
+    def walk(e):
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        if isinstance(e, Call):
+            for a in e.args:
+                walk(a)
+            names.append(e.op.name)
+        elif isinstance(e, graph.TupleGetItem):
+            walk(e.tuple_value)
+        elif isinstance(e, graph.Tuple):
+            for f in e.fields:
+                walk(f)
+    walk(fn.body)
+    return names
+
+
+def same_numbers(before, after, *inputs):
+    want = evaluate(before["main"], *inputs)
+    got = evaluate(after["main"], *inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fold_constant_folds_the_constant_subgraph_as_in_the_reference():
+    mod = IRModule.from_expr(example())
+    folded = graph.transform.FoldConstant()(mod)
+    assert str(folded).splitlines()[1:] == [
+        f"  %0 = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]) /* ty={T} */;",
+        f"  %1 = add(%0, meta[relay.Constant][0] /* ty={T} */) /* ty={T} */;",
+        f"  %2 = add(%1, meta[relay.Constant][1] /* ty={T} */) /* ty={T} */;",
+        f"  %3 = add(%1, meta[relay.Constant][1] /* ty={T} */) /* ty={T} */;",
+        f"  add(%2, %3) /* ty={T} */",
+        "}"]
+
+
+def test_eliminate_common_subexpr_runs_at_opt_level_3_only():
+    folded = graph.transform.FoldConstant()(IRModule.from_expr(example()))
+    cse = graph.transform.EliminateCommonSubexpr()
+    assert str(cse(folded)) == str(folded)  # the default opt_level is 2
+    with PassContext(opt_level=3):
+        merged = cse(folded)
+    assert str(merged).splitlines()[-2] == f"  add(%2, %2) /* ty={T} */"
+
+
+def test_fuse_opt_level_0_gives_one_primitive_function_per_op():
+    mod = graph.transform.FoldConstant()(IRModule.from_expr(example()))
+    fused = graph.transform.FuseOps(fuse_opt_level=0)(mod)
+    fns = fused_functions(fused)
+    assert [ops_of(f) for f in fns] == [["nn.conv2d"], ["add"], ["add"], ["add"], ["add"]]
+    assert all(f.attrs["Primitive"] == 1 for f in fns)
+    text = str(fused).splitlines()
+    assert text[1].startswith("  %0 = fn (%p0: Tensor[(1, 64, 56, 56), float32], "
+                              "%p1: Tensor[(64, 64, 3, 3), float32], Primitive=1) -> ")
+    assert text[4] == f"  %1 = %0(%x, %weight) /* ty={T} */;"
+
+
+@pytest.mark.parametrize("opt_level, disabled, adds", [
+    (2, [], 4), (3, [], 3), (3, ["EliminateCommonSubexpr"], 4)])
+def test_the_sequential_of_the_reference(opt_level, disabled, adds):
+    seq = Sequential([graph.transform.FoldConstant(), graph.transform.EliminateCommonSubexpr(),
+                      graph.transform.FuseOps()])
+    mod = IRModule.from_expr(example())
+    with PassContext(opt_level=opt_level, disabled_pass=disabled):
+        fused = seq(mod)
+    fn, = fused_functions(fused)
+    assert ops_of(fn) == ["nn.conv2d", *["add"] * adds]
+    assert [p.name for p in fn.params] == ["p0", "p1", "p2", "p3"]
+    x = rng.random((1, 64, 56, 56), "float32")
+    w = rng.random((64, 64, 3, 3), "float32") - 0.5
+    # the example's constant is np.empty: compare after folding, on the same constants
+    same_numbers(graph.transform.FoldConstant()(mod), fused, x, w)
+
+
+def residual_block():
+    x = graph.var("x", shape=(1, 7, 13, 13))
+    w = graph.const(rng.random((7, 7, 3, 3), "float32") - 0.5)
+    b = graph.const(rng.random(7, "float32"))
+    y = graph.nn.relu(graph.nn.bias_add(graph.nn.conv2d(x, w, padding=1), b))
+    return graph.Function([x], graph.add(y, x)), [rng.random((1, 7, 13, 13), "float32")]
+
+
+def fuse(fn, **config):
+    mod = IRModule.from_expr(fn)
+    with PassContext(opt_level=2, config=config):
+        return mod, graph.transform.FuseOps()(mod)
+
+
+def test_conv2d_bias_relu_and_the_residual_add_fuse_into_one_kernel():
+    fn, inputs = residual_block()
+    mod, fused = fuse(fn)
+    f, = fused_functions(fused)
+    assert ops_of(f) == ["nn.conv2d", "nn.bias_add", "nn.relu", "add"]
+    same_numbers(mod, fused, *inputs)
+
+
+def test_a_diamond_of_elementwise_ops_is_one_group():
+    x = graph.var("x", shape=(37,))
+    a = graph.nn.relu(x)
+    fn = graph.Function([x], graph.add(graph.exp(a), graph.sigmoid(a)))
+    mod, fused = fuse(fn)
+    f, = fused_functions(fused)
+    assert sorted(ops_of(f)) == ["add", "exp", "nn.relu", "sigmoid"]
+    same_numbers(mod, fused, rng.random(37, "float32"))
+
+
+def test_a_diamond_of_injective_ops_is_one_group():
+    x = graph.var("x", shape=(4, 6))
+    t = graph.transpose(x)
+    fn = graph.Function([x], graph.add(graph.reshape(t, (6, 4)), graph.nn.relu(t)))
+    mod, fused = fuse(fn)
+    f, = fused_functions(fused)
+    assert sorted(ops_of(f)) == ["add", "nn.relu", "reshape", "transpose"]
+    same_numbers(mod, fused, rng.random((4, 6), "float32"))
+
+
+def test_elementwise_ops_fuse_into_the_reduction_after_them():
+    x = graph.var("x", shape=(7, 13))
+    fn = graph.Function([x], graph.sum(graph.exp(graph.nn.relu(x)), axis=1))
+    mod, fused = fuse(fn)
+    f, = fused_functions(fused)
+    assert ops_of(f) == ["nn.relu", "exp", "sum"]
+    same_numbers(mod, fused, rng.random((7, 13), "float32"))
+
+
+def test_an_opaque_op_stops_fusion():
+    x = graph.var("x", shape=(3, 7))
+    fn = graph.Function([x], graph.nn.relu(graph.nn.softmax(graph.nn.relu(x))))
+    mod, fused = fuse(fn)
+    assert [ops_of(f) for f in fused_functions(fused)] == [["nn.relu"], ["nn.softmax"],
+                                                           ["nn.relu"]]
+    same_numbers(mod, fused, rng.random((3, 7), "float32"))
+
+
+def test_max_depth_bounds_the_size_of_a_group():
+    x = graph.var("x", shape=(5,))
+    y = x
+    for _ in range(10):
+        y = graph.nn.relu(y)
+    mod, fused = fuse(graph.Function([x], y), **{"relay.FuseOps.max_depth": 4})
+    sizes = [len(ops_of(f)) for f in fused_functions(fused)]
+    assert sum(sizes) == 10 and max(sizes) <= 4
+    assert [len(ops_of(f)) for f in fused_functions(fuse(graph.Function([x], y))[1])] == [10]
+
+
+def test_batch_norm_stays_opaque_and_its_field_is_read_outside():
+    x = graph.var("x", shape=(1, 4, 5, 5))
+    vec = [graph.const(rng.random(4, "float32") + 0.5) for _ in range(4)]
+    fn = graph.Function([x], graph.nn.relu(graph.nn.batch_norm(x, *vec)))
+    mod, fused = fuse(fn)
+    assert [ops_of(f) for f in fused_functions(fused)] == [["nn.batch_norm"], ["nn.relu"]]
+    same_numbers(mod, fused, rng.random((1, 4, 5, 5), "float32"))
+
+
+def test_a_pass_that_requires_infer_type_gets_it_first():
+    mod = IRModule.from_expr(example())
+    assert mod["main"].ret_type is None
+    assert graph.transform.FuseOps()(mod)["main"].ret_type is not None
