@@ -16,3 +16,8 @@ class BuildError(RuntimeError):
 class ModuleFormatError(ValueError):
     """A module to load (an exported file, object code) carries metadata that this
     version does not write; the message names the argument and the dimension."""
+
+
+class FrontendError(ValueError):
+    """A model the frontend cannot import: names the file, the node and its op type, the
+    input, or the opset, and what to do."""

@@ -1,0 +1,162 @@
+"""from_onnx (compiler/frontend/onnx.py) on models built with onnx.helper: residual
+blocks, depthwise + pointwise blocks with Clip, an MLP with Gemm and Softmax, odd channel
+counts (7, 13, 37) and stride 2; each imported graph, evaluated op by op in numpy
+(compiler/graph/reference.py) and after FoldConstant and FuseOps, matches ONNX Runtime
+within 1e-4; and every kind of bad model is one FrontendError naming what is wrong."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from compiler import graph  # noqa: E402
+from compiler.errors import FrontendError  # noqa: E402
+from compiler.frontend import bind_params, from_onnx  # noqa: E402
+from compiler.graph.reference import evaluate  # noqa: E402
+from compiler.transform.pass_infra import PassContext, Sequential  # noqa: E402
+
+rng = np.random.default_rng(7)
+
+
+def weight(name, *shape, scale=0.3):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype("float32"),
+                                   name)
+
+
+def model(nodes, inputs, outputs, inits, opset=17):
+    g = helper.make_graph(nodes, "m", inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    return m
+
+
+def tensor(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def residual(c: int = 7, size: int = 13):
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g", "beta", "mu", "var"], ["n1"],
+                         epsilon=1e-5),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3"], ["down"], strides=[2, 2], pads=[0, 0, 0, 0]),
+        helper.make_node("MaxPool", ["down"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+    ]
+    inits = [weight("w1", c, c, 3, 3), weight("b1", c), weight("w2", c, c, 3, 3),
+             weight("w3", 13, c, 1, 1),
+             numpy_helper.from_array(rng.random(c).astype("float32") + 0.5, "g"),
+             weight("beta", c), weight("mu", c),
+             numpy_helper.from_array(rng.random(c).astype("float32") + 0.5, "var")]
+    return model(nodes, [tensor("x", [1, c, size, size])], [tensor("y", None)], inits)
+
+
+def mobile_block(c: int = 13):
+    nodes = [
+        helper.make_node("Conv", ["x", "dw"], ["d"], group=c, pads=[1, 1, 1, 1],
+                         strides=[2, 2]),
+        helper.make_node("Clip", ["d", "lo", "hi"], ["d6"]),
+        helper.make_node("Conv", ["d6", "pw", "pb"], ["p"]),
+        helper.make_node("Sigmoid", ["p"], ["sg"]),
+        helper.make_node("Mul", ["p", "sg"], ["silu"]),
+        helper.make_node("GlobalAveragePool", ["silu"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["y"], axis=1),
+    ]
+    inits = [weight("dw", c, 1, 3, 3), weight("pw", 37, c, 1, 1), weight("pb", 37),
+             numpy_helper.from_array(np.array(0.0, "float32"), "lo"),
+             numpy_helper.from_array(np.array(6.0, "float32"), "hi")]
+    return model(nodes, [tensor("x", [1, c, 37, 37])], [tensor("y", None)], inits)
+
+
+def mlp():
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+        helper.make_node("Tanh", ["h"], ["t"]),
+        helper.make_node("MatMul", ["t", "w2"], ["m"]),
+        helper.make_node("Sub", ["m", "b2"], ["s"]),
+        helper.make_node("Div", ["s", "two"], ["d"]),
+        helper.make_node("Softmax", ["d"], ["y"], axis=-1),
+    ]
+    inits = [weight("w1", 37, 13), weight("b1", 37), weight("w2", 37, 7), weight("b2", 7),
+             numpy_helper.from_array(np.array([2.0], "float32"), "two")]
+    return model(nodes, [tensor("x", [5, 13])], [tensor("y", None)], inits)
+
+
+def pads_and_concat():
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["p"], mode="constant"),
+        helper.make_node("AveragePool", ["p"], ["a"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Exp", ["a"], ["e"]),
+        helper.make_node("Concat", ["a", "e"], ["c"], axis=1),
+        helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["t", "shape"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.array([0, 0, 1, 0, 0, 0, 0, 1], "int64"), "pads"),
+             numpy_helper.from_array(np.array([1, -1], "int64"), "shape")]
+    return model(nodes, [tensor("x", [1, 7, 7, 7])], [tensor("y", None)], inits)
+
+
+MODELS = {"residual": residual, "mobile_block": mobile_block, "mlp": mlp,
+          "pads_and_concat": pads_and_concat}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_an_imported_model_matches_onnx_runtime(name):
+    m = MODELS[name]()
+    x = rng.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+                            ).astype("float32")
+    want, = ort.InferenceSession(m.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    mod, params = from_onnx(m)
+    assert set(params) == {t.name for t in m.graph.initializer}
+    np.testing.assert_allclose(evaluate(mod["main"], x, *params.values()), want,
+                               rtol=1e-4, atol=1e-4)
+    bound = graph.IRModule.from_expr(bind_params(mod["main"], params))
+    with PassContext(opt_level=3):
+        fused = Sequential([graph.transform.FoldConstant(),
+                            graph.transform.FuseOps()])(bound)
+    np.testing.assert_allclose(evaluate(fused["main"], x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_file_and_a_static_shape_for_a_dynamic_input(tmp_path):
+    m = mlp()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    path = tmp_path / "mlp.onnx"
+    onnx.save(m, path)
+    with pytest.raises(FrontendError, match=r"input x has a dynamic dimension \(batch\).*"
+                                            r"shape=\{'x': "):
+        from_onnx(path)
+    mod, _ = from_onnx(str(path), shape={"x": (3, 13)})
+    assert mod["main"].params[0].ty == graph.TensorType((3, 13))
+
+
+def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
+    bad = model([helper.make_node("Gelu", ["x"], ["y"], name="act")], [tensor("x", [2])],
+                [tensor("y", None)], [], opset=20)
+    with pytest.raises(FrontendError, match=r"node act \(Gelu\): op type Gelu is not "
+                                            r"supported; the supported ones are .*Conv"):
+        from_onnx(bad)
+    old = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", [2])],
+                [tensor("y", None)], [], opset=6)
+    with pytest.raises(FrontendError, match="opset 6 of the default domain is not supported"):
+        from_onnx(old)
+    (tmp_path / "junk.onnx").write_bytes(b"\x00not a model")
+    with pytest.raises(FrontendError, match="junk.onnx: not a readable ONNX model"):
+        from_onnx(tmp_path / "junk.onnx")
+    with pytest.raises(FrontendError, match="nothere.onnx: no such file"):
+        from_onnx(tmp_path / "nothere.onnx")
+    ceil = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1,
+                                   name="pool")], [tensor("x", [1, 1, 5, 5])],
+                 [tensor("y", None)], [])
+    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): ceil_mode=1 is not "
+                                            r"supported"):
+        from_onnx(ceil)
+    with pytest.raises(FrontendError, match="shape= names y, which are not inputs"):
+        from_onnx(mlp(), shape={"y": (1,)})
