@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
-from .expr import Call, Constant, Function
+from .expr import Call, Constant, Function, TupleGetItem
 from .functor import ExprMutator
 from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
@@ -84,3 +84,37 @@ def FuseOps(fuse_opt_level: int = -1):
         depth = ctx.get_config("relay.FuseOps.max_depth")
         return _each_function(mod, lambda f: fuse_ops(f, level, depth))
     return module_pass(run, opt_level=0, name="FuseOps", required=("InferType",))
+
+
+class _SimplifyInference(ExprMutator):
+    """batch_norm(x, gamma, beta, mean, var)[0] -> x * scale + shift along its axis, with
+    scale = gamma / sqrt(var + epsilon) and shift = beta - mean * scale."""
+
+    def _visit(self, expr):
+        out = super()._visit(expr)
+        if isinstance(out, TupleGetItem) and out.index == 0 and \
+                isinstance(out.tuple_value, Call) and isinstance(out.tuple_value.op, Op) and \
+                out.tuple_value.op.name == "nn.batch_norm":
+            return _unfold_batch_norm(out.tuple_value)
+        return out
+
+
+def _unfold_batch_norm(call: Call):
+    from . import tensor_ops as t
+    data, gamma, beta, mean, var = call.args
+    rank = len(data.ty.shape)
+    axis = call.attrs["axis"] % rank
+    shape = [1] * rank
+    shape[axis] = -1
+    scale = t.divide(gamma, t.call("sqrt", [t.add(var, t.const(call.attrs["epsilon"]))]))
+    shift = t.subtract(beta, t.multiply(mean, scale))
+    return t.add(t.multiply(data, t.reshape(scale, shape[axis:])),
+                 t.reshape(shift, shape[axis:]))
+
+
+def SimplifyInference():
+    """Inference-time simplification: batch_norm becomes a multiply and an add (whose
+    scale and shift FoldConstant then folds when the statistics are constants)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: infer_type(_SimplifyInference().function(f))), opt_level=0,
+        name="SimplifyInference", required=("InferType",))

@@ -198,3 +198,16 @@ def test_a_pass_that_requires_infer_type_gets_it_first():
     mod = IRModule.from_expr(example())
     assert mod["main"].ret_type is None
     assert graph.transform.FuseOps()(mod)["main"].ret_type is not None
+
+
+def test_simplify_inference_unfolds_batch_norm_into_a_multiply_and_an_add():
+    x = graph.var("x", shape=(1, 4, 5, 5))
+    vec = [graph.const(rng.random(4, "float32") + 0.5) for _ in range(4)]
+    fn = graph.Function([x], graph.nn.relu(graph.nn.batch_norm(x, *vec)))
+    mod = IRModule.from_expr(fn)
+    simple = Sequential([graph.transform.SimplifyInference(),
+                         graph.transform.FoldConstant()])(mod)
+    fused = graph.transform.FuseOps()(simple)
+    f, = fused_functions(fused)
+    assert ops_of(f) == ["multiply", "add", "nn.relu"]  # one kernel, the statistics folded
+    same_numbers(mod, fused, rng.random((1, 4, 5, 5), "float32"))
