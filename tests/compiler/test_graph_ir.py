@@ -12,10 +12,11 @@ from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, Sequential
 
 
-def example():
-    """The reference's example(), in our constructors."""
+def example(c_data=None):
+    """The reference's example(), in our constructors (its constant is np.empty, unless
+    `c_data` is given: a test of numbers needs defined ones)."""
     shape = (1, 64, 54, 54)
-    c = graph.const(np.empty(shape).astype("float32"))
+    c = graph.const(np.empty(shape).astype("float32") if c_data is None else c_data)
     weight = graph.var("weight", shape=(64, 64, 3, 3))
     x = graph.var("x", graph.TensorType((1, 64, 56, 56), "float32"))
     conv = graph.nn.conv2d(x, weight)
