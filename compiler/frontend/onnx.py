@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import graph
 from ..errors import FrontendError
+from ..graph.bind import bind_params  # noqa: F401 - exported by compiler.frontend
 from ..graph.expr import Constant, Expr, Function, Var
 
 OPSETS = range(7, 23)  # the default-domain opsets whose semantics these converters follow
@@ -94,21 +95,6 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
     body = results[0] if len(results) == 1 else graph.Tuple(results)
     fn = Function([*inputs, *weights], body)
     return graph.IRModule.from_expr(fn), params
-
-
-def bind_params(func: Function, params: dict) -> Function:
-    """`func` with the parameters named in `params` replaced by constants of their
-    arrays (Relay's bind_params_by_name)."""
-    from ..graph.functor import ExprMutator
-
-    class Bind(ExprMutator):
-        def rewrite_leaf(self, expr):
-            if isinstance(expr, Var) and expr.name in params:
-                return Constant(params[expr.name])
-            return expr
-    body = Bind().visit(func.body)
-    kept = [p for p in func.params if p.name not in params]
-    return Function(kept, body, func.ret_type, func.attrs)
 
 
 def _input_type(inp, shape: dict, where: str):

@@ -160,3 +160,21 @@ def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
         from_onnx(ceil)
     with pytest.raises(FrontendError, match="shape= names y, which are not inputs"):
         from_onnx(mlp(), shape={"y": (1,)})
+
+
+@pytest.mark.parametrize("name, kernels", [("residual", 4), ("mobile_block", 4), ("mlp", 3),
+                                           ("pads_and_concat", 3)])
+def test_a_model_built_to_native_kernels_matches_onnx_runtime(name, kernels):
+    m = MODELS[name]()
+    x = rng.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+                            ).astype("float32")
+    want, = ort.InferenceSession(m.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    mod, params = from_onnx(m)
+    lib = graph.build(mod, params=params)
+    got, = lib.run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # residual: conv + bias + batch norm + relu; conv + residual add + relu; the stride-2
+    # conv; the pool: one kernel each
+    assert len(lib.kernels) == kernels
+    assert lib.get_output(0) is got
