@@ -48,6 +48,7 @@ class GraphModule:
         self.steps: list = []                 # (kernel, argument slots, output slot)
         self.slots: dict[int, int] = {}       # id(expr) -> value slot
         self.constants: dict[int, np.ndarray] = {}
+        self._names: list = []                # (kernel name, ops fused) per step
         self._plan(func.body, target)
         outs = func.body.fields if isinstance(func.body, Tuple) else [func.body]
         self.outputs = [self._slot(o) for o in outs]
@@ -83,6 +84,7 @@ class GraphModule:
             self.kernels[id(fn)] = (name, build_kernel(sch, tensors, target=target, name=name))
         self.steps.append((self.kernels[id(fn)][1], [self._slot(a) for a in expr.args],
                            self._slot(expr), expr.ty))
+        self._names.append((self.kernels[id(fn)][0], _ops_of(fn)))
 
     def set_input(self, name: str, value) -> None:
         if name not in self.input_names:
@@ -106,3 +108,41 @@ class GraphModule:
 
     def get_output(self, index: int) -> np.ndarray:
         return self._outputs[index]
+
+    def profile(self, repeat: int = 5) -> list[dict]:
+        """One row per kernel call, in order: its kernel's name, the ops it fused, its
+        median seconds over `repeat` timings and its share of their sum (run() first)."""
+        if not hasattr(self, "_outputs"):
+            self.run()
+        values = dict(self.constants)
+        for p in self.func.params:
+            values[self.slots[id(p)]] = self._inputs[p.name]
+        rows = []
+        for (kernel, args, out, ty), (name, fused) in zip(self.steps, self._names):
+            values[out] = np.empty(ty.shape, ty.dtype)
+            arrays = [values[a] for a in args] + [values[out]]
+            kernel(*arrays)
+            timer = kernel.time_evaluator(number=1, repeat=repeat, min_repeat_ms=10)
+            rows.append({"kernel": name, "ops": fused, "seconds": timer(*arrays).median})
+        total = sum(r["seconds"] for r in rows) or 1.0
+        for r in rows:
+            r["share"] = r["seconds"] / total
+        return rows
+
+
+def _ops_of(fn: Function) -> list[str]:
+    """The ops a fused function calls, in order."""
+    names, seen = [], set()
+
+    def walk(e):
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        for a in getattr(e, "args", ()):
+            walk(a)
+        if isinstance(e, TupleGetItem):
+            walk(e.tuple_value)
+        if isinstance(e, Call):
+            names.append(e.op.name)
+    walk(fn.body)
+    return names

@@ -13,10 +13,10 @@ from compiler.transform.pass_infra import PassContext, Sequential
 
 
 def example(c_data=None):
-    """The reference's example(), in our constructors (its constant is np.empty, unless
-    `c_data` is given: a test of numbers needs defined ones)."""
+    """The reference's example(), in our constructors. Its constant is np.empty there;
+    zeros here (garbage makes FoldConstant warn), or `c_data` where numbers are compared."""
     shape = (1, 64, 54, 54)
-    c = graph.const(np.empty(shape).astype("float32") if c_data is None else c_data)
+    c = graph.const(np.zeros(shape, "float32") if c_data is None else c_data)
     weight = graph.var("weight", shape=(64, 64, 3, 3))
     x = graph.var("x", graph.TensorType((1, 64, 56, 56), "float32"))
     conv = graph.nn.conv2d(x, weight)

@@ -178,3 +178,9 @@ def test_a_model_built_to_native_kernels_matches_onnx_runtime(name, kernels):
     # conv; the pool: one kernel each
     assert len(lib.kernels) == kernels
     assert lib.get_output(0) is got
+    rows = lib.profile(repeat=2)
+    assert len(rows) == kernels and abs(sum(r["share"] for r in rows) - 1) < 1e-9
+    if name == "residual":
+        assert [r["ops"] for r in rows][:2] == [
+            ["nn.conv2d", "nn.bias_add", "multiply", "add", "nn.relu"],
+            ["nn.conv2d", "add", "nn.relu"]]
