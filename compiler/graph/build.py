@@ -7,7 +7,8 @@ them (Relay's relay.build and its graph executor).
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FuseOps (InferType first, as they require). Every
 fused function becomes one kernel: its ops as te computes (lower.py) under compiler.ops'
-default schedule, built once per distinct function. The executor calls the kernels in
+default schedule, built once per distinct function (equal text: the same ops on the
+same shapes). The executor calls the kernels in
 order, on buffers it allocates once (a buffer is freed for reuse after its last
 reader).
 
@@ -44,7 +45,7 @@ class GraphModule:
     def __init__(self, func: Function, target):
         self.func = func
         self.input_names = [p.name for p in func.params]
-        self.kernels: dict[int, tuple] = {}   # id(fused function) -> (name, module)
+        self.kernels: dict[str, tuple] = {}   # fused function's text -> (name, module)
         self.steps: list = []                 # (kernel, argument slots, output slot)
         self.slots: dict[int, int] = {}       # id(expr) -> value slot
         self.constants: dict[int, np.ndarray] = {}
@@ -78,13 +79,14 @@ class GraphModule:
         for a in expr.args:
             self._plan(a, target)
         fn = expr.op
-        if id(fn) not in self.kernels:
+        key = fn.script("fused")  # its text: equal functions (same ops, shapes) share one
+        if key not in self.kernels:
             name = f"fused_{len(self.kernels)}"
             sch, tensors = lower_function(fn, name)
-            self.kernels[id(fn)] = (name, build_kernel(sch, tensors, target=target, name=name))
-        self.steps.append((self.kernels[id(fn)][1], [self._slot(a) for a in expr.args],
+            self.kernels[key] = (name, build_kernel(sch, tensors, target=target, name=name))
+        self.steps.append((self.kernels[key][1], [self._slot(a) for a in expr.args],
                            self._slot(expr), expr.ty))
-        self._names.append((self.kernels[id(fn)][0], _ops_of(fn)))
+        self._names.append((self.kernels[key][0], _ops_of(fn)))
 
     def set_input(self, name: str, value) -> None:
         if name not in self.input_names:
