@@ -24,6 +24,7 @@ from ..llvm_target import optimize, target_machine
 from ..target import Target
 from . import native
 from .shape_expr import check_dim, dim_value
+from .graph_executor import is_graph_file, load_graph
 
 _PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _META = ctypes.CFUNCTYPE(ctypes.c_char_p)
@@ -245,11 +246,14 @@ def load_object(data: bytes, target="llvm") -> Module:
     return Module.from_object(data, Target(target))
 
 
-def load(path) -> Module:
-    """Load a module written by Module.export(): a shared library or LLVM bitcode.
-    Metadata this version does not write (e.g. a shape that is not a JSON shape
-    expression, runtime/shape_expr.py) raises ModuleFormatError."""
+def load(path):
+    """Load a module written by Module.export() (a shared library or LLVM bitcode), or a
+    model written by GraphExecutor.export() (a GraphExecutor). Metadata this version does
+    not write (e.g. a shape that is not a JSON shape expression, runtime/shape_expr.py)
+    raises ModuleFormatError."""
     path = os.path.abspath(os.fspath(path))
+    if is_graph_file(path):
+        return load_graph(path, load)
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] == b"\x7fELF":

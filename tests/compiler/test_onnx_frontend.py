@@ -176,7 +176,7 @@ def test_a_model_built_to_native_kernels_matches_onnx_runtime(name, kernels):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     # residual: conv + bias + batch norm + relu; conv + residual add + relu; the stride-2
     # conv; the pool: one kernel each
-    assert len(lib.kernels) == kernels
+    assert len(lib.plan["steps"]) == kernels
     assert lib.get_output(0) is got
     rows = lib.profile(repeat=2)
     assert len(rows) == kernels and abs(sum(r["share"] for r in rows) - 1) < 1e-9
@@ -184,3 +184,27 @@ def test_a_model_built_to_native_kernels_matches_onnx_runtime(name, kernels):
         assert [r["ops"] for r in rows][:2] == [
             ["nn.conv2d", "nn.bias_add", "multiply", "add", "nn.relu"],
             ["nn.conv2d", "add", "nn.relu"]]
+
+
+def test_an_exported_model_runs_in_a_fresh_process_with_the_same_outputs(tmp_path):
+    import subprocess
+    import sys
+    m = mobile_block()
+    mod, params = from_onnx(m)
+    lib = graph.build(mod, params=params)
+    x = rng.standard_normal((1, 13, 37, 37)).astype("float32")
+    want, = lib.run(x=x)
+    lib.export(tmp_path / "model.so")
+    np.save(tmp_path / "x.npy", x)
+    script = ("import sys, numpy as np; from compiler import runtime; "
+              "lib = runtime.load(sys.argv[1]); "
+              "np.save(sys.argv[3], lib.run(x=np.load(sys.argv[2]))[0])")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model.so"),
+                           str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), want)
+    with pytest.raises(ValueError, match=r"input x: shape \(1, 3\), the model takes"):
+        lib.set_input("x", np.zeros((1, 3), "float32"))
+    with pytest.raises(KeyError, match="no input 'y'; the inputs are x"):
+        lib.set_input("y", x)
