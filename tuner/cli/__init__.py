@@ -6,6 +6,8 @@
     autosched space matmul 1024 1024 1024
     autosched templates
     autosched bench matmul 1024 1024 1024 --db tune.db
+    autosched compile resnet18.onnx -o resnet18.so --shape input:1,3,224,224
+    autosched run resnet18.so --inputs in.npz --outputs out.npz --profile
 
 Every command that reads or writes a tuning log takes `--db PATH` (else the environment
 variable AUTOSCHED_DB, else ./autosched.db); every query takes `--json` and then prints
@@ -24,7 +26,7 @@ import sys
 
 import click
 
-from . import bench, log, space, tune
+from . import bench, log, model, space, tune
 from .common import SIGNAL_EXIT, describe_error
 
 
@@ -68,3 +70,5 @@ cli.add_command(space.space)
 cli.add_command(tune.tune)
 cli.add_command(log.log)
 cli.add_command(bench.bench)
+cli.add_command(model.compile_model)
+cli.add_command(model.run_model)

@@ -1,0 +1,67 @@
+"""`autosched compile` and `autosched run` through the console script: an ONNX model
+compiled to one file, run on given inputs with the outputs written and checked against
+ONNX Runtime, profiled; bad models and options are one line on stderr and exit 2."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
+from test_onnx_frontend import mobile_block  # noqa: E402
+
+AUTOSCHED = Path(sys.executable).parent / "autosched"
+pytestmark = pytest.mark.slow
+
+
+def run(*args, cwd):
+    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=240, env={**os.environ})
+
+
+def test_compile_then_run_matches_onnx_runtime(tmp_path):
+    m = mobile_block()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(m, tmp_path / "block.onnx")
+    compiled = run("compile", "block.onnx", "-o", "block.so", "--shape", "x:1,13,37,37",
+                   "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    report = json.loads(compiled.stdout)
+    assert [c["ops"][0] for c in report["calls"]][:2] == ["nn.conv2d", "nn.conv2d"]
+    x = np.random.default_rng(1).standard_normal((1, 13, 37, 37)).astype("float32")
+    np.savez(tmp_path / "in.npz", x=x)
+    ran = run("run", "block.so", "--inputs", "in.npz", "--outputs", "out.npz", "--repeat", 3,
+              "--profile", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["outputs"] == [[1, 37]] and len(result["profile"]) == len(report["calls"])
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    want, = ort.InferenceSession(m.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-4,
+                               atol=1e-4)
+    table = run("run", "block.so", "--repeat", 2, "--profile", cwd=tmp_path)
+    assert table.returncode == 0 and "nn.conv2d" in table.stdout and "median" in table.stdout
+
+
+def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
+    m = mobile_block()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(m, tmp_path / "dynamic.onnx")
+    for args, words in [
+        (("compile", "dynamic.onnx", "-o", "d.so"), "input x has a dynamic dimension"),
+        (("compile", "missing.onnx", "-o", "d.so"), "missing.onnx: no such file"),
+        (("compile", "dynamic.onnx", "-o", "d.so", "--shape", "x=1,2"), "NAME:D1,D2"),
+        (("run", "dynamic.onnx"), "dynamic.onnx"),
+    ]:
+        done = run(*args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stderr)
+        assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

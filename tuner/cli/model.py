@@ -1,0 +1,133 @@
+"""`autosched compile` and `autosched run` (as `tvmc compile` / `tvmc run`): an ONNX
+model built into one file, and that file run on inputs, timed and profiled."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import click
+import numpy as np
+
+from compiler import graph, runtime
+from compiler.errors import BuildError, FrontendError
+from compiler.frontend import from_onnx
+from compiler.transform.pass_infra import PassContext
+
+from .common import BadInput, format_seconds, json_option, make_console, print_json
+
+
+def _shapes(_ctx, _param, texts) -> dict:
+    """--shape NAME:1,3,224,224 (repeatable) as {name: (1, 3, 224, 224)}."""
+    shapes = {}
+    for text in texts:
+        name, sep, dims = text.rpartition(":")
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(d < 1 for d in shape):
+            raise click.BadParameter(f"{text!r}: write NAME:D1,D2,... e.g. input:1,3,224,224")
+        shapes[name] = shape
+    return shapes
+
+
+@click.command("compile")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="The file to write (runs with `autosched run`).")
+@click.option("--target", default="llvm", show_default=True, help="The target to build for.")
+@click.option("--shape", "shapes", multiple=True, callback=_shapes, metavar="NAME:DIMS",
+              help="A static shape for an input, e.g. input:1,3,224,224 (repeatable).")
+@click.option("--opt-level", type=click.IntRange(0, 3), default=3, show_default=True,
+              help="The graph passes' opt level (0: no fusion).")
+@json_option
+def compile_model(model, output, target, shapes, opt_level, as_json):
+    """Import MODEL (ONNX), optimize and fuse it, build every fused kernel, and write
+    one file; prints the fused kernels.
+
+    Example: autosched compile resnet18.onnx -o resnet18.so --shape input:1,3,224,224
+    """
+    start = time.perf_counter()
+    try:
+        mod, params = from_onnx(model, shape=shapes)
+        with PassContext(opt_level=opt_level):
+            lib = graph.build(mod, target=target, params=params)
+    except (FrontendError, BuildError) as err:
+        raise BadInput(str(err)) from None
+    seconds = time.perf_counter() - start
+    lib.export(output)
+    steps = lib.plan["steps"]
+    if as_json:
+        return print_json({"output": output, "seconds": seconds, "kernels": len(lib.kernels),
+                           "calls": [{"kernel": s["kernel"], "ops": s["ops"]} for s in steps]})
+    from rich.table import Table
+    table = Table("call", "kernel", "fused ops", "output", "schedule")
+    for i, s in enumerate(steps):
+        table.add_row(str(i), s["kernel"], " + ".join(s["ops"]),
+                      f"{tuple(s['shape'])}", "default (no template yet)")
+    console = make_console()
+    console.print(table)
+    console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "
+                  f"built in {seconds:.1f} s; wrote {output}")
+
+
+@click.command("run")
+@click.argument("module", type=click.Path(exists=True, dir_okay=False))
+@click.option("--inputs", type=click.Path(exists=True, dir_okay=False),
+              help="An .npz of the inputs by name [default: random].")
+@click.option("--outputs", type=click.Path(dir_okay=False),
+              help="An .npz to write the outputs to (output_0, output_1, ...).")
+@click.option("--repeat", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Timed runs; the median counts.")
+@click.option("--profile", is_flag=True, help="Time every kernel.")
+@json_option
+def run_model(module, inputs, outputs, repeat, profile, as_json):
+    """Run MODULE (from `autosched compile`) on inputs, time it and optionally profile
+    every kernel.
+
+    Example: autosched run resnet18.so --repeat 20 --profile
+    """
+    try:
+        lib = runtime.load(module)
+    except (ValueError, OSError) as err:
+        raise BadInput(f"{module}: {err}") from None
+    if not isinstance(lib, runtime.GraphExecutor):
+        raise BadInput(f"{module} is a single kernel, not a model from autosched compile")
+    given = {}
+    if inputs:
+        with np.load(inputs, allow_pickle=False) as npz:
+            given = {k: npz[k] for k in npz.files}
+    rng = np.random.default_rng(0)
+    for spec in lib.plan["inputs"]:
+        value = given.pop(spec["name"], None)
+        if value is None:
+            value = rng.standard_normal(spec["shape"]).astype(spec["dtype"])
+        try:
+            lib.set_input(spec["name"], value)
+        except ValueError as err:
+            raise BadInput(f"--inputs {inputs}: {err}") from None
+    if given:
+        raise BadInput(f"--inputs {inputs}: {', '.join(sorted(given))} are not inputs of the "
+                       f"model (its inputs: {', '.join(lib.input_names)})")
+    results = lib.run()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        lib.run()
+        times.append(time.perf_counter() - start)
+    if outputs:
+        np.savez(outputs, **{f"output_{i}": r for i, r in enumerate(results)})
+    rows = lib.profile() if profile else []
+    if as_json:
+        return print_json({"median_seconds": statistics.median(times), "repeat": repeat,
+                           "outputs": [list(r.shape) for r in results], "profile": rows})
+    console = make_console()
+    console.print(f"{module}: median {format_seconds(statistics.median(times))} over "
+                  f"{repeat} runs; outputs {', '.join(str(r.shape) for r in results)}")
+    if rows:
+        from rich.table import Table
+        table = Table("kernel", "fused ops", "time", "share")
+        for r in rows:
+            table.add_row(r["kernel"], " + ".join(r["ops"]), format_seconds(r["seconds"]),
+                          f"{r['share']:.1%}")
+        console.print(table)
