@@ -67,7 +67,8 @@ def one(name: str, rounds: int) -> None:
                 times[k].append(seconds(runs[k]))
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"{name}: compile {compile_s:.1f} s, {len(lib.kernels)} distinct kernels, "
-          f"{len(lib.plan['steps'])} calls; max relative error vs ONNX Runtime {error:.1e} "
+          f"{len(lib.plan['steps'])} calls, {lib.peak_bytes / 2 ** 20:.1f} MiB of "
+          f"intermediate values; max relative error vs ONNX Runtime {error:.1e} "
           f"({'match' if error < 1e-4 else 'MISMATCH'})")
     for k, v in med.items():
         print(f"  {k:12s} {v * 1e3:8.2f} ms   speed vs ours: ours is "

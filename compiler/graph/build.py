@@ -61,7 +61,8 @@ class _Planner:
         self.plan = {
             "inputs": [{"name": p.name, "slot": self._slot(p), "shape": list(p.ty.shape),
                         "dtype": p.ty.dtype} for p in func.params],
-            "steps": self.steps, "outputs": [self._slot(o) for o in outs]}
+            "steps": self.steps, "outputs": [self._slot(o) for o in outs],
+            "storage": plan_storage(self.steps, [self._slot(o) for o in outs])}
 
     def executor(self) -> GraphExecutor:
         return GraphExecutor({name: module for name, module in self.kernels.values()},
@@ -118,3 +119,31 @@ def _ops_of(fn: Function) -> list[str]:
             names.append(e.op.name)
     walk(fn.body)
     return names
+
+
+def plan_storage(steps: list[dict], outputs: list[int]) -> list[int]:
+    """Give every step's output a storage (step["storage"]), reusing one whose last
+    reader has run: a freed storage of at least the bytes needed, the smallest such.
+    The model's outputs keep theirs. Returns the bytes of each storage (their sum is
+    the peak memory of the intermediate values)."""
+    last_use: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for a in step["args"]:
+            last_use[a] = i
+    sizes: list[int] = []
+    free: list[int] = []
+    storage_of: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        need = int(np.prod(step["shape"], dtype=np.int64)) * np.dtype(step["dtype"]).itemsize
+        fits = sorted((sizes[s], s) for s in free if sizes[s] >= need)
+        if fits:
+            sid = fits[0][1]
+            free.remove(sid)
+        else:
+            sid = len(sizes)
+            sizes.append(need)
+        step["storage"] = storage_of[step["out"]] = sid
+        for a in set(step["args"]):  # freed after this step, unless an output
+            if last_use.get(a) == i and a in storage_of and a not in outputs:
+                free.append(storage_of[a])
+    return sizes

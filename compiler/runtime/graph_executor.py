@@ -4,10 +4,12 @@ fresh process without the model.
 
 A model is its kernels (loaded runtime Modules, by name) and a plan, JSON data only:
 its inputs (name, value slot, shape, dtype), its steps (kernel, argument slots, output
-slot, output shape and dtype, the ops the kernel fused), its outputs (slots); and its
-constants (the weights), by slot. The exported file is a zip archive of the plan
-(`autosched-graph.json`), the constants (`constants.npz`, read without pickle) and each
-kernel as `Module.export` writes it; nothing in it is evaluated or unpickled.
+slot, output shape and dtype, the storage it writes, the ops the kernel fused), its
+outputs (slots), its storage (bytes of each: intermediate values share one when their
+lifetimes do not overlap, allocated once); and its constants (the weights), by slot.
+The exported file is a zip archive of the plan (`autosched-graph.json`), the constants
+(`constants.npz`, read without pickle) and each kernel as `Module.export` writes it;
+nothing in it is evaluated or unpickled.
 """
 from __future__ import annotations
 
@@ -52,16 +54,33 @@ class GraphExecutor:
             values[spec["slot"]] = self._inputs[spec["name"]]
         return values
 
+    @property
+    def peak_bytes(self) -> int:
+        """The bytes of the intermediate values' storage (planned, reused)."""
+        return sum(self.plan.get("storage", []))
+
+    def _out(self, step: dict) -> np.ndarray:
+        """The step's output array: a view of its planned storage, allocated once."""
+        if "storage" not in step:
+            return np.empty(step["shape"], step["dtype"])
+        if not hasattr(self, "_storage"):
+            self._storage = [np.empty(n, np.uint8) for n in self.plan["storage"]]
+        dtype = np.dtype(step["dtype"])
+        n = int(np.prod(step["shape"], dtype=np.int64))
+        return self._storage[step["storage"]][:n * dtype.itemsize].view(dtype).reshape(
+            step["shape"])
+
     def run(self, **inputs) -> list[np.ndarray]:
-        """Set `inputs` (by name), run every step, return the outputs."""
+        """Set `inputs` (by name), run every step, return the outputs (copies: the
+        storage is reused by the next run)."""
         for name, value in inputs.items():
             self.set_input(name, value)
         values = self._values()
         for step in self.plan["steps"]:
-            out = np.empty(step["shape"], step["dtype"])
+            out = self._out(step)
             self.kernels[step["kernel"]](*(values[a] for a in step["args"]), out)
             values[step["out"]] = out
-        self._outputs = [values[o] for o in self.plan["outputs"]]
+        self._outputs = [np.array(values[o]) for o in self.plan["outputs"]]
         return list(self._outputs)
 
     def get_output(self, index: int) -> np.ndarray:
@@ -73,7 +92,7 @@ class GraphExecutor:
         values = self._values()
         rows = []
         for step in self.plan["steps"]:
-            out = np.empty(step["shape"], step["dtype"])
+            out = self._out(step)
             arrays = [values[a] for a in step["args"]] + [out]
             kernel = self.kernels[step["kernel"]]
             kernel(*arrays)

@@ -59,6 +59,7 @@ def compile_model(model, output, target, shapes, opt_level, as_json):
     steps = lib.plan["steps"]
     if as_json:
         return print_json({"output": output, "seconds": seconds, "kernels": len(lib.kernels),
+                           "peak_bytes": lib.peak_bytes,
                            "calls": [{"kernel": s["kernel"], "ops": s["ops"]} for s in steps]})
     from rich.table import Table
     table = Table("call", "kernel", "fused ops", "output", "schedule")
@@ -68,7 +69,8 @@ def compile_model(model, output, target, shapes, opt_level, as_json):
     console = make_console()
     console.print(table)
     console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "
-                  f"built in {seconds:.1f} s; wrote {output}")
+                  f"{lib.peak_bytes / 2 ** 20:.1f} MiB of intermediate values (planned, "
+                  f"reused), built in {seconds:.1f} s; wrote {output}")
 
 
 @click.command("run")
