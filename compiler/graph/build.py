@@ -5,7 +5,8 @@ them (Relay's relay.build and its graph executor).
     out, = lib.run(x=image)
 
 The passes run under the current PassContext: the parameters bound as constants,
-SimplifyInference, FoldConstant, FuseOps (InferType first, as they require). Every
+SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again, FuseOps
+(InferType first, as they require). Every
 fused function becomes one kernel: its ops as te computes (lower.py) under compiler.ops'
 default schedule, built once per distinct function (equal text: the same ops on the
 same shapes). The executor calls the kernels in order.
@@ -27,7 +28,7 @@ from ..transform.pass_infra import Sequential
 from .bind import bind_params
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from .lower import lower_function
-from .transform import FoldConstant, FuseOps, SimplifyInference
+from .transform import FoldConstant, FoldScaleAxis, FuseOps, SimplifyInference
 
 
 def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExecutor:
@@ -35,7 +36,8 @@ def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExec
     main = mod["main"]
     if params:
         main = bind_params(main, params)
-    fused = Sequential([SimplifyInference(), FoldConstant(), FuseOps()])(
+    fused = Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
+                        FoldConstant(), FuseOps()])(
         IRModule.from_expr(main))["main"]
     return GraphModule(fused, target)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, TupleGetItem
+from .fold_scale_axis import fold_scale_axis
 from .functor import ExprMutator
 from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
@@ -118,3 +119,10 @@ def SimplifyInference():
     return module_pass(lambda mod, ctx: _each_function(
         mod, lambda f: infer_type(_SimplifyInference().function(f))), opt_level=0,
         name="SimplifyInference", required=("InferType",))
+
+
+def FoldScaleAxis():
+    """A per-channel scale after a convolution folds into its constant weights
+    (fold_scale_axis.py): run after SimplifyInference and FoldConstant."""
+    return module_pass(lambda mod, ctx: _each_function(mod, fold_scale_axis), opt_level=3,
+                       name="FoldScaleAxis", required=("InferType",))

@@ -210,3 +210,40 @@ def test_simplify_inference_unfolds_batch_norm_into_a_multiply_and_an_add():
     f, = fused_functions(fused)
     assert ops_of(f) == ["multiply", "add", "nn.relu"]  # one kernel, the statistics folded
     same_numbers(mod, fused, rng.random((1, 4, 5, 5), "float32"))
+
+
+def test_fold_scale_axis_folds_a_batch_norm_into_the_convolution_weights():
+    x = graph.var("x", shape=(1, 7, 9, 9))
+    w = graph.const(rng.random((5, 7, 3, 3), "float32") - 0.5)
+    b = graph.const(rng.random(5, "float32"))
+    vec = [graph.const(rng.random(5, "float32") + 0.5) for _ in range(4)]
+    conv = graph.nn.bias_add(graph.nn.conv2d(x, w, padding=1), b)
+    fn = graph.Function([x], graph.nn.relu(graph.nn.batch_norm(conv, *vec)))
+    mod = IRModule.from_expr(fn)
+    seq = Sequential([graph.transform.SimplifyInference(), graph.transform.FoldConstant(),
+                      graph.transform.FoldScaleAxis(), graph.transform.FoldConstant(),
+                      graph.transform.FuseOps()])
+    with PassContext(opt_level=3):
+        folded = seq(mod)
+    f, = fused_functions(folded)
+    assert ops_of(f) == ["nn.conv2d", "nn.bias_add", "add", "nn.relu"]  # no multiply
+    same_numbers(mod, folded, rng.random((1, 7, 9, 9), "float32"))
+    with PassContext(opt_level=2):  # FoldScaleAxis is an opt_level 3 pass
+        kept = seq(mod)
+    assert "multiply" in ops_of(fused_functions(kept)[0])
+
+
+def test_fold_scale_axis_leaves_a_shared_convolution_or_a_spatial_scale_alone():
+    x = graph.var("x", shape=(1, 3, 4, 4))
+    w = graph.const(rng.random((2, 3, 1, 1), "float32"))
+    conv = graph.nn.conv2d(x, w)
+    shared = graph.add(graph.multiply(conv, graph.const(rng.random((2, 1, 1), "float32"))),
+                       conv)
+    spatial = graph.multiply(graph.nn.conv2d(x, w),
+                             graph.const(rng.random((1, 4, 4), "float32")))
+    for body in (shared, spatial):
+        mod = IRModule.from_expr(graph.Function([x], body))
+        with PassContext(opt_level=3):
+            out = graph.transform.FoldScaleAxis()(mod)
+        assert "multiply" in str(out)
+        same_numbers(mod, out, rng.random((1, 3, 4, 4), "float32"))
