@@ -17,9 +17,12 @@ import io
 import json
 import os
 import tempfile
+import time
 import zipfile
 
 import numpy as np
+
+from .profile_result import ProfileResult
 
 PLAN = "autosched-graph.json"
 FORMAT = 1
@@ -85,6 +88,26 @@ class GraphExecutor:
 
     def get_output(self, index: int) -> np.ndarray:
         return self._outputs[index]
+
+    def time_evaluator(self, number: int = 1, repeat: int = 5, min_repeat_ms: int = 0):
+        """A function timing the whole model on the inputs set (as Module.time_evaluator:
+        `repeat` measurements of `number` runs, `number` raised until one lasts
+        `min_repeat_ms`); it returns a ProfileResult of seconds per run."""
+        def evaluate() -> ProfileResult:
+            self.run()  # warm-up, and the inputs are checked
+            count, results = number, []
+            for _ in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(count):
+                        self.run()
+                    spent = time.perf_counter() - start
+                    if spent * 1e3 >= min_repeat_ms:
+                        break
+                    count *= 2
+                results.append(spent / count)
+            return ProfileResult(tuple(results))
+        return evaluate
 
     def profile(self, repeat: int = 5) -> list[dict]:
         """One row per step, in order: its kernel, the ops it fused, its median seconds

@@ -12,10 +12,8 @@ import ctypes
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import tempfile
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -25,35 +23,10 @@ from ..target import Target
 from . import native
 from .shape_expr import check_dim, dim_value
 from .graph_executor import is_graph_file, load_graph
+from .profile_result import ProfileResult
 
 _PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _META = ctypes.CFUNCTYPE(ctypes.c_char_p)
-
-
-@dataclass(frozen=True)
-class ProfileResult:
-    """Seconds per call, one entry per repeat (as TVM's time_evaluator reports)."""
-    results: tuple
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.results)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.results)
-
-    @property
-    def min(self) -> float:
-        return min(self.results)
-
-    @property
-    def max(self) -> float:
-        return max(self.results)
-
-    @property
-    def std(self) -> float:
-        return statistics.pstdev(self.results)
 
 
 class Module:

@@ -224,3 +224,5 @@ def test_intermediate_values_share_storage_when_their_lifetimes_do_not_overlap()
     first, = lib.run(x=x)
     second, = lib.run(x=x * 2)
     assert not np.array_equal(first, second)  # the outputs are copies, not reused storage
+    timed = lib.time_evaluator(number=1, repeat=3, min_repeat_ms=5)()
+    assert len(timed.results) == 3 and timed.median > 0
