@@ -41,8 +41,29 @@ def _window(name, size, kernel, stride, pad_before, pad_after, dilation=1) -> in
     return extent
 
 
+def _packed_conv2d_rel(data, weight, attrs):
+    """data NCHW[x]c (N, C/x, H, W, x), weight OIHW: out (N, O/x, OH, OW, x)."""
+    n, cb, h, w, block = data.shape
+    o, i, kh, kw = weight.shape
+    if attrs["groups"] != 1 or i != cb * block or o % block:
+        raise GraphTypeError(f"nn.conv2d: data {data.shape} ({attrs['data_layout']}) and "
+                             f"weight {weight.shape} do not match")
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
+    top, left, bottom, right = attrs["padding"]
+    return TensorType((n, o // block, _window("nn.conv2d", h, kh, sh, top, bottom, dh),
+                       _window("nn.conv2d", w, kw, sw, left, right, dw), block),
+                      same_dtype("nn.conv2d", [data, weight]))
+
+
 def _conv2d_rel(types, attrs):
     data, weight = tensor_args("nn.conv2d", types, 2)
+    layout = attrs["data_layout"]
+    if layout != "NCHW":
+        if not (layout.startswith("NCHW") and layout.endswith("c") and data.ndim == 5
+                and layout[4:-1].isdigit() and int(layout[4:-1]) == data.shape[4]):
+            raise GraphTypeError(f"nn.conv2d: data_layout {layout} does not fit data "
+                                 f"{data.shape} (NCHW, or NCHW[x]c with x innermost)")
+        return _packed_conv2d_rel(data, weight, attrs)
     if data.ndim != 4 or weight.ndim != 4:
         raise GraphTypeError(f"nn.conv2d: data {data.shape} and weight {weight.shape} must be "
                              f"NCHW and OIHW")

@@ -15,6 +15,12 @@ from .op import Op
 
 def _conv2d(args, attrs):
     data, weight = args
+    if attrs["data_layout"] != "NCHW":  # NCHW[x]c: unpack, convolve, pack
+        nchw = _layout_transform([data], {"src_layout": attrs["data_layout"],
+                                          "dst_layout": "NCHW"})
+        out = _conv2d([nchw, weight], {**attrs, "data_layout": "NCHW"})
+        return _layout_transform([out], {"src_layout": "NCHW",
+                                         "dst_layout": attrs["data_layout"]})
     (sh, sw), (dh, dw), groups = attrs["strides"], attrs["dilation"], attrs["groups"]
     top, left, bottom, right = attrs["padding"]
     data = np.pad(data, ((0, 0), (0, 0), (top, bottom), (left, right)))

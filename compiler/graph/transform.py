@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, TupleGetItem
+from .alter_op_layout import alter_op_layout
 from .fold_scale_axis import fold_scale_axis
 from .functor import ExprMutator
 from .fuse_ops import MAX_DEPTH, fuse_ops
@@ -126,3 +127,10 @@ def FoldScaleAxis():
     (fold_scale_axis.py): run after SimplifyInference and FoldConstant."""
     return module_pass(lambda mod, ctx: _each_function(mod, fold_scale_axis), opt_level=3,
                        name="FoldScaleAxis", required=("InferType",))
+
+
+def AlterOpLayout():
+    """Ops get the data layouts their registered alter functions ask for, with
+    layout_transform where layouts meet (alter_op_layout.py)."""
+    return module_pass(lambda mod, ctx: _each_function(mod, alter_op_layout), opt_level=3,
+                       name="AlterOpLayout", required=("InferType",))

@@ -247,3 +247,50 @@ def test_fold_scale_axis_leaves_a_shared_convolution_or_a_spatial_scale_alone():
             out = graph.transform.FoldScaleAxis()(mod)
         assert "multiply" in str(out)
         same_numbers(mod, out, rng.random((1, 3, 4, 4), "float32"))
+
+
+def test_alter_op_layout_rewrites_the_conv2d_layout_as_in_the_reference():
+    from compiler.graph import alter_op_layout as alter
+
+    @alter.register_alter_op_layout("nn.conv2d")
+    def alter_conv2d(attrs, inputs, tinfos, out_type):
+        data, weight = inputs
+        new_attrs = dict(attrs)
+        new_attrs["data_layout"] = "NCHW16c"
+        return graph.nn.conv2d(data, weight, **new_attrs)
+
+    try:
+        mod = IRModule.from_expr(example(rng.random((1, 64, 54, 54), "float32")))
+        with PassContext(opt_level=3):
+            altered = graph.transform.AlterOpLayout()(mod)
+    finally:
+        alter._ALTER.pop("nn.conv2d")
+    text = str(altered)
+    packed = "Tensor[(1, 4, 54, 54, 16), float32]"
+    assert ('nn.conv2d(%0, %weight, padding=[0, 0, 0, 0], data_layout="NCHW16c") '
+            f"/* ty={packed} */") in text
+    assert text.count("layout_transform(") == 4  # x, the folded-to-be term, c, the result
+    assert text.count(f"add(%5, %6) /* ty={packed} */") == 2  # c transformed once, shared
+    assert text.splitlines()[-2] == ('  layout_transform(%9, src_layout="NCHW16c", '
+                                     f'dst_layout="NCHW") /* ty={T} */')
+    x = rng.random((1, 64, 56, 56), "float32")
+    same_numbers(mod, altered, x, rng.random((64, 64, 3, 3), "float32") - 0.5)
+
+
+def test_two_packed_convolutions_meet_without_a_layout_transform():
+    from compiler.graph import alter_op_layout as alter
+    alter.register_alter_op_layout(
+        "nn.conv2d", lambda attrs, inputs, tinfos, out: graph.nn.conv2d(
+            *inputs, **dict(attrs, data_layout="NCHW16c")))
+    try:
+        x = graph.var("x", shape=(1, 32, 9, 9))
+        w1 = graph.const(rng.random((32, 32, 3, 3), "float32") - 0.5)
+        w2 = graph.const(rng.random((16, 32, 1, 1), "float32") - 0.5)
+        y = graph.nn.conv2d(graph.nn.relu(graph.nn.conv2d(x, w1, padding=1)), w2)
+        mod = IRModule.from_expr(graph.Function([x], y))
+        with PassContext(opt_level=3):
+            altered = graph.transform.AlterOpLayout()(mod)
+    finally:
+        alter._ALTER.pop("nn.conv2d")
+    assert str(altered).count("layout_transform(") == 2  # into the first, out of the last
+    same_numbers(mod, altered, rng.random((1, 32, 9, 9), "float32"))
