@@ -7,9 +7,10 @@ them (Relay's relay.build and its graph executor).
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again, FuseOps
 (InferType first, as they require). Every
-fused function becomes one kernel: its ops as te computes (lower.py) under compiler.ops'
-default schedule, built once per distinct function (equal text: the same ops on the
-same shapes). The executor calls the kernels in order.
+fused function becomes one kernel: its ops as te computes (lower.py), scheduled by
+compiler.ops' schedule_conv2d_nchw when an NCHW conv2d anchors it with an elementwise
+tail, else by compiler.ops' default schedule; built once per distinct function (equal
+text: the same ops on the same shapes). The executor calls the kernels in order.
 
 The result is a runtime GraphExecutor: run, set_input, get_output, profile, export
 (`compiler.runtime.load` reads the file back). Not yet (issue 17's later steps): the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import ops, te
+from ..ops.conv2d_schedule import schedule_conv2d_nchw
 from ..errors import BuildError
 from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
 
@@ -172,4 +173,36 @@ def lower_function(func: Function, name: str):
     out = visit(func.body)
     if isinstance(out, tuple):
         raise BuildError(f"{name}: a fused function with several outputs has no kernel yet")
+    conv = _anchor_conv(func, env)
+    if conv is not None:
+        return schedule_conv2d_nchw(out, conv), [*placeholders, out]
     return ops.default_schedule(out), [*placeholders, out]
+
+
+def _anchor_conv(func: Function, env: dict):
+    """The te tensor of the fused function's conv2d when it is an ordinary NCHW one
+    (groups 1) whose tail is elementwise or broadcast only, else None."""
+    from ..ops.pattern import OpPattern
+    calls = [e for e in _calls(func.body)]
+    convs = [c for c in calls if c.op.name == "nn.conv2d"]
+    if len(convs) != 1 or convs[0].attrs["groups"] != 1 or \
+            convs[0].attrs["data_layout"] != "NCHW":
+        return None
+    if any(c.op.pattern > OpPattern.BROADCAST for c in calls if c is not convs[0]):
+        return None
+    return env[id(convs[0])]
+
+
+def _calls(body: Expr) -> list:
+    out, seen = [], set()
+
+    def walk(e):
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        if isinstance(e, Call):
+            for a in e.args:
+                walk(a)
+            out.append(e)
+    walk(body)
+    return out

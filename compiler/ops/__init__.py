@@ -15,10 +15,12 @@ depthwise_conv2d, pooling. Each operator declares its fusion pattern kind (patte
 a tensor an operator produced. Bad shapes or parameters raise `ops.OpError` (a
 ValueError) naming the operator and the shapes; shape.py holds the checks they share
 (and `ops.get_const_tuple(shape)`, a constant shape as Python ints), schedule.py the
-default schedule, gemm.py a hand-tuned GEMM schedule.
+default schedule, conv2d_schedule.py the schedule of a conv2d kernel with its elementwise
+tail, gemm.py a hand-tuned GEMM schedule.
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc
+from .conv2d_schedule import schedule_conv2d_nchw
 from .depthwise_conv2d import depthwise_conv2d_nchw
 from .elemwise import clip, exp, relu, sigmoid, tanh
 from .matmul import batch_matmul, dense, matmul
@@ -37,5 +39,6 @@ __all__ = [
     "matmul", "dense", "batch_matmul",
     "pad", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
+    "schedule_conv2d_nchw",
     "get_const_tuple",
 ]

@@ -1,0 +1,58 @@
+"""schedule_conv2d_nchw: the schedule of a kernel whose anchor is an NCHW conv2d and
+whose tail is elementwise (bias, scale, relu, clip, a residual add): TOPI's
+`schedule_conv2d_nchw` role, the default a graph build uses until a template's config
+is applied.
+
+The output (the tail's last stage) is tiled: output channels by up to 8 (unrolled),
+columns by the largest divisor of the width up to the vector width (vectorized), the
+batch and channel blocks fused and run in parallel. The convolution is computed at each
+column tile into a tile-sized accumulator, its reduction outside its tile loops, so a
+vector of outputs accumulates in registers; the tail's stages are inlined into the
+output; the padded input is a stage of its own, computed in parallel.
+"""
+from __future__ import annotations
+
+from ..schedule.schedule import Schedule, create_schedule
+from ..target import Target
+from ..te.tensor import Tensor
+from .shape import get_const_tuple
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+def schedule_conv2d_nchw(out: Tensor, conv: Tensor, target="llvm") -> Schedule:
+    """The schedule of the kernel computing `out` (== `conv`, or elementwise ops of it)
+    from the conv2d `conv` (see the module docstring)."""
+    s = create_schedule(out.op)
+    lanes = max(1, Target(target).vector_bits // 32)
+    out_stage = s[out]
+    if out is conv:
+        conv = s.cache_write(out, "local")
+    for st in s.stages:
+        name = st.op.name
+        if st is out_stage or st.op is conv.op or st.is_output or not hasattr(st.op, "axis"):
+            continue
+        if name == "pad":
+            n, c = st.op.axis[:2]
+            st.parallel(st.fuse(n, c))
+        else:
+            st.compute_inline()  # a stage of the tail (or a scalar it reads)
+    _, k, _, w = get_const_tuple(out.shape)
+    o = out_stage
+    n, c, y, x = o.op.axis
+    co, ci = o.split(c, factor=_largest_divisor(k, 8))
+    xo, xi = o.split(x, factor=_largest_divisor(w, lanes))
+    o.reorder(n, co, y, xo, ci, xi)
+    o.parallel(o.fuse(n, co))
+    o.unroll(ci)
+    o.vectorize(xi)
+    s[conv].compute_at(o, xo)
+    cn, ck, cy, cx = s[conv].op.axis
+    rc, ry, rx = s[conv].op.reduce_axis
+    s[conv].reorder(rc, ry, rx, cn, cy, ck, cx)
+    s[conv].unroll(ck)
+    s[conv].vectorize(cx)
+    return s
+

@@ -1,0 +1,40 @@
+"""ops.schedule_conv2d_nchw, the schedule a graph build gives a kernel whose anchor is an
+NCHW conv2d with an elementwise tail: correct on odd shapes (7, 13, 37 channels, widths
+with no divisor near the vector width), strides, padding and dilation, with and without
+a tail, against the numpy reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import graph
+from compiler.graph.reference import evaluate
+
+rng = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("c, k, size, kernel, stride, pad, dilation, tail", [
+    (7, 13, 37, 3, 2, 1, 1, "bias_relu_add"),
+    (13, 7, 13, 1, 1, 0, 1, "bias_relu"),
+    (3, 37, 7, 3, 1, 1, 1, "none"),
+    (16, 32, 14, 3, 2, 1, 2, "clip"),
+    (5, 8, 23, 5, 1, 2, 1, "bias_relu_add"),
+])
+def test_a_conv2d_kernel_with_its_tail_matches_numpy(c, k, size, kernel, stride, pad,
+                                                      dilation, tail):
+    x = graph.var("x", shape=(1, c, size, size))
+    w = graph.const(rng.standard_normal((k, c, kernel, kernel)).astype("float32"))
+    y = graph.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dilation)
+    if tail.startswith("bias"):
+        y = graph.nn.relu(graph.nn.bias_add(y, graph.const(rng.standard_normal(k)
+                                                           .astype("float32"))))
+    if tail.endswith("add"):
+        y = graph.add(y, graph.const(rng.standard_normal((1, k, 1, 1)).astype("float32")))
+    if tail == "clip":
+        y = graph.clip(y, 0.0, 6.0)
+    fn = graph.Function([x], y)
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    data = rng.standard_normal((1, c, size, size)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
+    assert len(lib.plan["steps"]) == 1  # the conv and its tail: one kernel
