@@ -65,7 +65,7 @@ def compile_model(model, output, target, shapes, opt_level, as_json):
     table = Table("call", "kernel", "fused ops", "output", "schedule")
     for i, s in enumerate(steps):
         table.add_row(str(i), s["kernel"], " + ".join(s["ops"]),
-                      f"{tuple(s['shape'])}", "default (no template yet)")
+                      f"{tuple(s['shape'])}", "untuned (no template yet)")
     console = make_console()
     console.print(table)
     console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "
