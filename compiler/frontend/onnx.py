@@ -119,7 +119,6 @@ def _input_type(inp, shape: dict, where: str):
 class _Context:
     def __init__(self, params: dict, opset: int, where: str):
         self.params, self.opset, self.where = params, opset, where
-        self.constants: dict[int, np.ndarray] = {}
 
     def value(self, expr: Expr, what: str) -> np.ndarray:
         """The array of an input that must be known when importing."""

@@ -28,6 +28,7 @@ from ..runtime.graph_executor import GraphExecutor
 from ..transform.pass_infra import Sequential
 from .bind import bind_params
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from .functor import post_order
 from .lower import lower_function
 from .transform import FoldConstant, FoldScaleAxis, FuseOps, SimplifyInference
 
@@ -108,20 +109,7 @@ class _Planner:
 
 def _ops_of(fn: Function) -> list[str]:
     """The ops a fused function calls, in order."""
-    names, seen = [], set()
-
-    def walk(e):
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        for a in getattr(e, "args", ()):
-            walk(a)
-        if isinstance(e, TupleGetItem):
-            walk(e.tuple_value)
-        if isinstance(e, Call):
-            names.append(e.op.name)
-    walk(fn.body)
-    return names
+    return [e.op.name for e in post_order(fn.body) if isinstance(e, Call)]
 
 
 def plan_storage(steps: list[dict], outputs: list[int]) -> list[int]:

@@ -14,25 +14,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from .functor import ExprMutator
+from .expr import Call, Constant, Expr, Function
+from .functor import ExprMutator, operands, post_order
 from .op import Op
 
 
 def _uses(body: Expr) -> dict[int, int]:
+    """How many readers each node of `body` has (by id)."""
     counts: dict[int, int] = {}
-    seen = set()
-
-    def walk(e):
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        children = list(e.args) if isinstance(e, Call) else list(e.fields) \
-            if isinstance(e, Tuple) else [e.tuple_value] if isinstance(e, TupleGetItem) else []
-        for c in children:
-            counts[id(c)] = counts.get(id(c), 0) + 1
-            walk(c)
-    walk(body)
+    for e in post_order(body):
+        for o in operands(e):
+            counts[id(o)] = counts.get(id(o), 0) + 1
     return counts
 
 

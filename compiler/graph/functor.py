@@ -1,4 +1,5 @@
-"""ExprMutator: a post-order rewrite of a graph function that visits each node once.
+"""ExprMutator: a post-order rewrite of a graph function that visits each node once;
+and post_order, the nodes of a graph in that order, each once, for passes that only read.
 
 A subclass overrides `rewrite_call` (and the others as it needs); the base rebuilds a
 node only when one of its children changed, so an untouched part of the graph stays
@@ -43,7 +44,7 @@ class ExprMutator:
             return expr if value is expr.tuple_value else \
                 TupleGetItem(value, expr.index, expr.ty)
         if isinstance(expr, Function):
-            return type(self)().function(expr)  # a function is a scope of its own
+            return self.function(expr)
         raise TypeError(f"cannot rewrite a {type(expr).__name__}")
 
     def rewrite_leaf(self, expr: Expr) -> Expr:
@@ -52,3 +53,30 @@ class ExprMutator:
     def rewrite_call(self, call: Call) -> Expr:
         """A call whose arguments are rewritten already."""
         return call
+
+
+def operands(expr: Expr) -> tuple:
+    """The expressions `expr` reads (a call's arguments, a tuple's fields, the tuple of a
+    TupleGetItem); a call's function is not one (post_order stays in its scope)."""
+    if isinstance(expr, Call):
+        return expr.args
+    if isinstance(expr, Tuple):
+        return expr.fields
+    if isinstance(expr, TupleGetItem):
+        return (expr.tuple_value,)
+    return ()
+
+
+def post_order(body: Expr) -> list[Expr]:
+    """Every node `body` reads, itself included, each once, operands before readers."""
+    order, seen = [], set()
+
+    def walk(e):
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        for o in operands(e):
+            walk(o)
+        order.append(e)
+    walk(body)
+    return order

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .functor import ExprMutator
 from .op import GraphTypeError, Op
 from .ty import TupleType
 
@@ -21,19 +22,12 @@ def infer_type(func: Function) -> Function:
     return _Infer().function(func)
 
 
-class _Infer:
-    def __init__(self):
-        self.memo: dict[int, Expr] = {}
+class _Infer(ExprMutator):
+    """ExprMutator's memoized visit, with every node rebuilt to carry its type."""
 
     def function(self, func: Function) -> Function:
         body = self.visit(func.body)
         return dataclasses.replace(func, body=body, ret_type=body.ty)
-
-    def visit(self, expr: Expr) -> Expr:
-        key = id(expr)
-        if key not in self.memo:
-            self.memo[key] = self._visit(expr)
-        return self.memo[key]
 
     def _visit(self, expr: Expr) -> Expr:
         if isinstance(expr, (Var, Constant)):

@@ -14,6 +14,7 @@ from .. import ops, te
 from ..ops.conv2d_schedule import schedule_conv2d_nchw
 from ..errors import BuildError
 from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
+from .functor import post_order
 
 
 def _conv2d(ins, at, ty):
@@ -183,7 +184,7 @@ def _anchor_conv(func: Function, env: dict):
     """The te tensor of the fused function's conv2d when it is an ordinary NCHW one
     (groups 1) whose tail is elementwise or broadcast only, else None."""
     from ..ops.pattern import OpPattern
-    calls = [e for e in _calls(func.body)]
+    calls = [e for e in post_order(func.body) if isinstance(e, Call)]
     convs = [c for c in calls if c.op.name == "nn.conv2d"]
     if len(convs) != 1 or convs[0].attrs["groups"] != 1 or \
             convs[0].attrs["data_layout"] != "NCHW":
@@ -192,17 +193,3 @@ def _anchor_conv(func: Function, env: dict):
         return None
     return env[id(convs[0])]
 
-
-def _calls(body: Expr) -> list:
-    out, seen = [], set()
-
-    def walk(e):
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        if isinstance(e, Call):
-            for a in e.args:
-                walk(a)
-            out.append(e)
-    walk(body)
-    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .functor import post_order
 from .op import Op
 
 
@@ -150,32 +151,27 @@ def evaluate(func: Function, *inputs) -> object:
     """`func` applied to numpy `inputs` (one per parameter), op by op in numpy."""
     if len(inputs) != len(func.params):
         raise TypeError(f"evaluate: {len(func.params)} parameter(s), {len(inputs)} input(s)")
-    env = {id(p): v if isinstance(v, tuple) else np.asarray(v)
-           for p, v in zip(func.params, inputs)}
-    return _Evaluator(env).visit(func.body)
+    values = {id(p): v if isinstance(v, tuple) else np.asarray(v)
+              for p, v in zip(func.params, inputs)}
+    for expr in post_order(func.body):
+        if id(expr) not in values:
+            values[id(expr)] = _value(expr, values)
+    return values[id(func.body)]
 
 
-class _Evaluator:
-    def __init__(self, env: dict):
-        self.memo = dict(env)
-
-    def visit(self, expr: Expr):
-        if id(expr) not in self.memo:
-            self.memo[id(expr)] = self._visit(expr)
-        return self.memo[id(expr)]
-
-    def _visit(self, expr: Expr):
-        if isinstance(expr, Constant):
-            return expr.data
-        if isinstance(expr, Var):
-            raise KeyError(f"evaluate: free variable %{expr.name} has no value")
-        if isinstance(expr, Tuple):
-            return tuple(self.visit(f) for f in expr.fields)
-        if isinstance(expr, TupleGetItem):
-            return self.visit(expr.tuple_value)[expr.index]
-        if isinstance(expr, Call):
-            args = [self.visit(a) for a in expr.args]
-            if isinstance(expr.op, Function):
-                return evaluate(expr.op, *args)
-            return apply_op(expr.op, args, expr.attrs)
-        raise TypeError(f"evaluate: cannot evaluate a {type(expr).__name__}")
+def _value(expr: Expr, values: dict):
+    """The value of `expr`, its operands' values in `values`."""
+    if isinstance(expr, Constant):
+        return expr.data
+    if isinstance(expr, Var):
+        raise KeyError(f"evaluate: free variable %{expr.name} has no value")
+    if isinstance(expr, Tuple):
+        return tuple(values[id(f)] for f in expr.fields)
+    if isinstance(expr, TupleGetItem):
+        return values[id(expr.tuple_value)][expr.index]
+    if isinstance(expr, Call):
+        args = [values[id(a)] for a in expr.args]
+        if isinstance(expr.op, Function):
+            return evaluate(expr.op, *args)
+        return apply_op(expr.op, args, expr.attrs)
+    raise TypeError(f"evaluate: cannot evaluate a {type(expr).__name__}")

@@ -10,6 +10,7 @@ import pytest
 
 from compiler import graph
 from compiler.graph.expr import Call, Function
+from compiler.graph.functor import post_order
 from compiler.graph.reference import evaluate
 from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, Sequential
@@ -21,41 +22,15 @@ rng = np.random.default_rng(0)
 def fused_functions(mod) -> list[Function]:
     """The Primitive functions the main function calls, in calling order."""
     found = []
-
-    def walk(e):
-        if isinstance(e, Call):
-            for a in e.args:
-                walk(a)
-            if isinstance(e.op, Function) and e.op not in found:
-                found.append(e.op)
-        elif isinstance(e, graph.Tuple):
-            for f in e.fields:
-                walk(f)
-        elif isinstance(e, graph.TupleGetItem):
-            walk(e.tuple_value)
-    walk(mod["main"].body)
+    for e in post_order(mod["main"].body):
+        if isinstance(e, Call) and isinstance(e.op, Function) and e.op not in found:
+            found.append(e.op)
     return found
 
 
 def ops_of(fn: Function) -> list[str]:
     """The ops a function calls, each node once, in post-order."""
-    names, seen = [], set()
-
-    def walk(e):
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        if isinstance(e, Call):
-            for a in e.args:
-                walk(a)
-            names.append(e.op.name)
-        elif isinstance(e, graph.TupleGetItem):
-            walk(e.tuple_value)
-        elif isinstance(e, graph.Tuple):
-            for f in e.fields:
-                walk(f)
-    walk(fn.body)
-    return names
+    return [e.op.name for e in post_order(fn.body) if isinstance(e, Call)]
 
 
 def same_numbers(before, after, *inputs):

@@ -103,6 +103,15 @@ def pads_and_concat():
     return model(nodes, [tensor("x", [1, 7, 7, 7])], [tensor("y", None)], inits)
 
 
+def input_and_expected(m):
+    """A random input `x` of model `m` and ONNX Runtime's output for it."""
+    x = rng.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+                            ).astype("float32")
+    want, = ort.InferenceSession(m.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    return x, want
+
+
 MODELS = {"residual": residual, "mobile_block": mobile_block, "mlp": mlp,
           "pads_and_concat": pads_and_concat}
 
@@ -110,10 +119,7 @@ MODELS = {"residual": residual, "mobile_block": mobile_block, "mlp": mlp,
 @pytest.mark.parametrize("name", MODELS)
 def test_an_imported_model_matches_onnx_runtime(name):
     m = MODELS[name]()
-    x = rng.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
-                            ).astype("float32")
-    want, = ort.InferenceSession(m.SerializeToString(),
-                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    x, want = input_and_expected(m)
     mod, params = from_onnx(m)
     assert set(params) == {t.name for t in m.graph.initializer}
     np.testing.assert_allclose(evaluate(mod["main"], x, *params.values()), want,
@@ -166,10 +172,7 @@ def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
                                            ("pads_and_concat", 3)])
 def test_a_model_built_to_native_kernels_matches_onnx_runtime(name, kernels):
     m = MODELS[name]()
-    x = rng.standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
-                            ).astype("float32")
-    want, = ort.InferenceSession(m.SerializeToString(),
-                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    x, want = input_and_expected(m)
     mod, params = from_onnx(m)
     lib = graph.build(mod, params=params)
     got, = lib.run(x=x)
