@@ -64,10 +64,10 @@ def build(sch: Schedule, args, target="llvm", name: str = "main"):
     Returns a runtime.Module: call it on numpy arrays, time it, export it.
     """
     target = Target(target)
-    return compile_module(_built_ir(sch, args, name), target, entry=name)
+    return compile_module(built_ir(sch, args, name), target, entry=name)
 
 
-def _built_ir(sch: Schedule, args, name: str) -> IRModule:
+def built_ir(sch: Schedule, args, name: str) -> IRModule:
     """The IRModule after lowering and the build pipeline (what code generation sees)."""
     return build_pipeline()(IRModule.from_func(lower(sch, args, name)))
 
@@ -76,4 +76,4 @@ def build_object(sch: Schedule, args, target="llvm", name: str = "main") -> byte
     """Compile like build(), but return the target's object code instead of loading it:
     bytes that another process (a tuner's timing host) loads with
     compiler.runtime.load_object(data, target) to get the same runtime.Module."""
-    return compile_object(_built_ir(sch, args, name), Target(target), entry=name)
+    return compile_object(built_ir(sch, args, name), Target(target), entry=name)

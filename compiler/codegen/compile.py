@@ -15,6 +15,7 @@ from ..llvm_target import optimize, target_machine
 from ..runtime.module import Module
 from ..runtime.shape_expr import encode_dim
 from ..target import Target
+from .graph_entry import ENTRY, add_graph_entry
 from .llvm import CodeGenLLVM
 
 
@@ -57,7 +58,10 @@ def generate_llvm(mod, target: Target, entry: str) -> str:
 
 def _optimized(mod, target: Target, entry: str):
     """The verified, O3-optimized LLVM module of `mod`, and the target machine used."""
-    text = generate_llvm(mod, target, entry)
+    return _optimized_text(generate_llvm(mod, target, entry), target, entry)
+
+
+def _optimized_text(text: str, target: Target, entry: str):
     try:
         ref = llvm.parse_assembly(text)
         ref.verify()
@@ -81,4 +85,26 @@ def compile_object(mod, target: Target, entry: str = "main") -> bytes:
     return tm.emit_object(ref)
 
 
-__all__ = ["compile_module", "compile_object", "generate_llvm"]
+def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
+    """One runtime.Module for a whole model: every kernel of `kernels` (an IRModule of
+    lowered PrimFuncs with static shapes) and the native entry function that runs
+    `steps` in order (graph_entry.py). Calling the module on the int64 slot table runs
+    the model; its metadata keeps each kernel's own (meta["kernels"]), so a profiler can
+    call one kernel through `<name>_packed`."""
+    cg = CodeGenLLVM(target, name=ENTRY)
+    kernel_meta = {}
+    for name, func in kernels.functions.items():
+        if func.size_vars:
+            raise BuildError(f"{name}: a kernel of a model has symbolic sizes")
+        cg.add_function(func)
+        kernel_meta[name] = module_meta(kernels, target, name)
+    add_graph_entry(cg.module, steps)
+    cg.add_metadata({"entry": ENTRY, "target": str(target), "size_vars": [],
+                     "params": [{"name": "slots", "dtype": "int64", "shape": [num_slots],
+                                 "written": False}],
+                     "kernels": kernel_meta})
+    ref, tm = _optimized_text(str(cg.module), target, ENTRY)
+    return Module.from_llvm(ref, target, loop_ir=str(kernels), tm=tm)
+
+
+__all__ = ["compile_graph", "compile_module", "compile_object", "generate_llvm"]

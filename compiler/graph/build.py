@@ -5,32 +5,36 @@ them (Relay's relay.build and its graph executor).
     out, = lib.run(x=image)
 
 The passes run under the current PassContext: the parameters bound as constants,
-SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again, FuseOps
-(InferType first, as they require). Every
-fused function becomes one kernel: its ops as te computes (lower.py), scheduled by
-compiler.ops' schedule_conv2d_nchw when an NCHW conv2d anchors it with an elementwise
-tail, else by compiler.ops' default schedule; built once per distinct function (equal
-text: the same ops on the same shapes). The executor calls the kernels in order.
+SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again,
+DeadCodeElimination, FuseOps (InferType first, as they require). Every fused function
+becomes one kernel (lower.py): its ops as te computes, its anchor scheduled by the
+strategy registered for it (strategy.py: a template's config under the current dispatch
+context) or by compiler.ops' schedules; one kernel per distinct function (equal text:
+the same ops on the same shapes). All kernels go into one LLVM module with `graph_run`,
+the native entry function that calls them in order (codegen/graph_entry.py); the
+intermediate values share planned storage (plan_storage).
 
-The result is a runtime GraphExecutor: run, set_input, get_output, profile, export
-(`compiler.runtime.load` reads the file back). Not yet (issue 17's later steps): the
-templates' schedules for the anchor ops, one LLVM module with a native entry function,
-buffer planning, AlterOpLayout.
+The result is a runtime GraphExecutor: run, set_input, get_output, time_evaluator,
+profile, export (`compiler.runtime.load` reads the file back). Not yet: AlterOpLayout in
+the build.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import build as build_kernel
+from ..build import built_ir
+from ..codegen.compile import compile_graph
 from ..errors import BuildError
 from ..ir.module import IRModule
 from ..runtime.graph_executor import GraphExecutor
+from ..target import Target
 from ..transform.pass_infra import Sequential
 from .bind import bind_params
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from .functor import post_order
 from .lower import lower_function
-from .transform import FoldConstant, FoldScaleAxis, FuseOps, SimplifyInference
+from .transform import (DeadCodeElimination, FoldConstant, FoldScaleAxis, FuseOps,
+                        SimplifyInference)
 
 
 def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExecutor:
@@ -39,15 +43,15 @@ def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExec
     if params:
         main = bind_params(main, params)
     fused = Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
-                        FoldConstant(), FuseOps()])(
+                        FoldConstant(), DeadCodeElimination(), FuseOps()])(
         IRModule.from_expr(main))["main"]
     return GraphModule(fused, target)
 
 
 def GraphModule(func: Function, target) -> GraphExecutor:
-    """The GraphExecutor of a fused, typed graph function: its kernels built, its plan
-    made (see runtime/graph_executor.py)."""
-    return _Planner(func, target).executor()
+    """The GraphExecutor of a fused, typed graph function: its kernels built into one
+    module, its plan made (see runtime/graph_executor.py)."""
+    return _Planner(func, Target(target)).executor()
 
 
 class _Planner:
@@ -56,7 +60,9 @@ class _Planner:
 
     def __init__(self, func: Function, target):
         self.target = target
-        self.kernels: dict[str, tuple] = {}   # fused function's text -> (name, module)
+        self.kernels: dict[str, str] = {}     # fused function's text -> kernel name
+        self.funcs: dict = {}                 # kernel name -> its lowered PrimFunc
+        self.info: dict = {}                  # kernel name -> how its anchor was scheduled
         self.slots: dict[int, int] = {}       # id(expr) -> value slot
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[dict] = []
@@ -66,11 +72,12 @@ class _Planner:
             "inputs": [{"name": p.name, "slot": self._slot(p), "shape": list(p.ty.shape),
                         "dtype": p.ty.dtype} for p in func.params],
             "steps": self.steps, "outputs": [self._slot(o) for o in outs],
-            "storage": plan_storage(self.steps, [self._slot(o) for o in outs])}
+            "storage": plan_storage(self.steps, [self._slot(o) for o in outs]),
+            "num_slots": len(self.slots)}
 
     def executor(self) -> GraphExecutor:
-        return GraphExecutor({name: module for name, module in self.kernels.values()},
-                             self.plan, self.constants)
+        lib = compile_graph(IRModule(self.funcs), self.steps, len(self.slots), self.target)
+        return GraphExecutor(lib, self.plan, self.constants)
 
     def _slot(self, expr) -> int:
         return self.slots.setdefault(id(expr), len(self.slots))
@@ -97,11 +104,12 @@ class _Planner:
         fn = expr.op
         key = fn.script("fused")  # its text: equal functions (same ops, shapes) share one
         if key not in self.kernels:
-            name = f"fused_{len(self.kernels)}"
-            sch, tensors = lower_function(fn, name)
-            self.kernels[key] = (name, build_kernel(sch, tensors, target=self.target,
-                                                    name=name))
-        self.steps.append({"kernel": self.kernels[key][0],
+            name = self.kernels[key] = f"fused_{len(self.kernels)}"
+            sch, tensors, *info = lower_function(fn, name)
+            self.funcs[name] = built_ir(sch, tensors, name)[name]
+            self.info[name] = info[0] if info else None
+        name = self.kernels[key]
+        self.steps.append({"kernel": name, "info": self.info[name],
                            "args": [self._slot(a) for a in expr.args],
                            "out": self._slot(expr), "shape": list(expr.ty.shape),
                            "dtype": expr.ty.dtype, "ops": _ops_of(fn)})

@@ -1,15 +1,19 @@
-"""GraphExecutor: runs a built model, kernel after kernel (TVM's graph executor), and
+"""GraphExecutor: runs a built model (TVM's graph executor, run from native code), and
 its file: `export(path)` writes one file that `compiler.runtime.load(path)` runs in a
 fresh process without the model.
 
-A model is its kernels (loaded runtime Modules, by name) and a plan, JSON data only:
-its inputs (name, value slot, shape, dtype), its steps (kernel, argument slots, output
-slot, output shape and dtype, the storage it writes, the ops the kernel fused), its
-outputs (slots), its storage (bytes of each: intermediate values share one when their
-lifetimes do not overlap, allocated once); and its constants (the weights), by slot.
-The exported file is a zip archive of the plan (`autosched-graph.json`), the constants
-(`constants.npz`, read without pickle) and each kernel as `Module.export` writes it;
-nothing in it is evaluated or unpickled.
+A model is one runtime Module (every kernel, and `graph_run`, the native entry function
+that calls them in order: codegen/graph_entry.py), a plan (JSON data only: its inputs
+(name, value slot, shape, dtype), its steps (kernel, argument slots, output slot, output
+shape and dtype, the storage it writes, the ops the kernel fused, how its anchor was
+scheduled), its outputs (slots), its storage (bytes of each: intermediate values share
+one when their lifetimes do not overlap)), and its constants (the weights), by slot.
+
+Every buffer is allocated once, here: the weights, one per input, one per storage. Their
+addresses fill the slot table that `graph_run` reads, so a run is: copy the inputs in,
+one native call, copy the outputs out. The exported file is a zip archive of the plan
+(`autosched-graph.json`), the constants (`constants.npz`, read without pickle) and the
+module as `Module.export` writes it; nothing in it is evaluated or unpickled.
 """
 from __future__ import annotations
 
@@ -17,112 +21,126 @@ import io
 import json
 import os
 import tempfile
-import time
 import zipfile
 
 import numpy as np
 
+from . import native
 from .profile_result import ProfileResult
 
 PLAN = "autosched-graph.json"
-FORMAT = 1
+LIBRARY = "model.lib"
+FORMAT = 2
+ALIGN = 64  # bytes: every buffer starts on a cache line (and an AVX-512 vector)
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    """`nbytes` uninitialized bytes starting on an ALIGN boundary."""
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    skip = (-raw.ctypes.data) % ALIGN
+    return raw[skip:skip + nbytes]
+
+
+def _view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    return buffer[:n * dtype.itemsize].view(dtype).reshape(shape)
 
 
 class GraphExecutor:
     """`run(**inputs)` -> the list of outputs; see the module docstring."""
 
-    def __init__(self, kernels: dict, plan: dict, constants: dict):
-        self.kernels, self.plan = kernels, plan
-        self.constants = {int(k): v for k, v in constants.items()}
+    def __init__(self, lib, plan: dict, constants: dict):
+        self.lib, self.plan = lib, plan
         self.input_names = [i["name"] for i in plan["inputs"]]
-        self._inputs: dict[str, np.ndarray] = {}
+        self._arrays: dict[int, np.ndarray] = {}  # slot -> its buffer (kept alive here)
+        for slot, value in constants.items():
+            self._arrays[int(slot)] = np.ascontiguousarray(value)
+        self.constants = {k: v for k, v in self._arrays.items()}
+        self._inputs = {}
+        for spec in plan["inputs"]:
+            self._inputs[spec["name"]] = self._arrays[spec["slot"]] = _view(
+                _aligned(_nbytes(spec)), spec["shape"], spec["dtype"])
+        storage = [_aligned(n) for n in plan["storage"]]
+        for step in plan["steps"]:
+            self._arrays[step["out"]] = _view(storage[step["storage"]], step["shape"],
+                                              step["dtype"])
+        self._slots = np.zeros(plan["num_slots"], np.int64)
+        for slot, array in self._arrays.items():
+            self._slots[slot] = array.ctypes.data
+        self._set: set[str] = set()
         self._outputs: list = []
 
-    def set_input(self, name: str, value) -> None:
-        spec = next((i for i in self.plan["inputs"] if i["name"] == name), None)
-        if spec is None:
-            raise KeyError(f"no input {name!r}; the inputs are {', '.join(self.input_names)}")
-        value = np.ascontiguousarray(value, dtype=spec["dtype"])
-        if tuple(value.shape) != tuple(spec["shape"]):
-            raise ValueError(f"input {name}: shape {value.shape}, the model takes "
-                             f"{tuple(spec['shape'])}")
-        self._inputs[name] = value
+    @property
+    def kernels(self) -> list[str]:
+        """The names of the model's distinct kernels."""
+        return list(self.lib.meta["kernels"])
 
-    def _values(self) -> dict:
-        missing = [n for n in self.input_names if n not in self._inputs]
+    def set_input(self, name: str, value) -> None:
+        """Copy `value` into the input's buffer (checked against its shape)."""
+        if name not in self._inputs:
+            raise KeyError(f"no input {name!r}; the inputs are {', '.join(self.input_names)}")
+        buffer = self._inputs[name]
+        value = np.asarray(value)
+        if tuple(value.shape) != buffer.shape:
+            raise ValueError(f"input {name}: shape {value.shape}, the model takes "
+                             f"{buffer.shape}")
+        np.copyto(buffer, value, casting="same_kind")
+        self._set.add(name)
+
+    def _check_inputs(self) -> None:
+        missing = [n for n in self.input_names if n not in self._set]
         if missing:
             raise KeyError(f"no value for input(s) {', '.join(missing)}")
-        values = dict(self.constants)
-        for spec in self.plan["inputs"]:
-            values[spec["slot"]] = self._inputs[spec["name"]]
-        return values
 
     @property
     def peak_bytes(self) -> int:
         """The bytes of the intermediate values' storage (planned, reused)."""
         return sum(self.plan.get("storage", []))
 
-    def _out(self, step: dict) -> np.ndarray:
-        """The step's output array: a view of its planned storage, allocated once."""
-        if "storage" not in step:
-            return np.empty(step["shape"], step["dtype"])
-        if not hasattr(self, "_storage"):
-            self._storage = [np.empty(n, np.uint8) for n in self.plan["storage"]]
-        dtype = np.dtype(step["dtype"])
-        n = int(np.prod(step["shape"], dtype=np.int64))
-        return self._storage[step["storage"]][:n * dtype.itemsize].view(dtype).reshape(
-            step["shape"])
-
     def run(self, **inputs) -> list[np.ndarray]:
-        """Set `inputs` (by name), run every step, return the outputs (copies: the
-        storage is reused by the next run)."""
+        """Set `inputs` (by name), run the model (one native call), return the outputs
+        (copies: the storage is reused by the next run)."""
         for name, value in inputs.items():
             self.set_input(name, value)
-        values = self._values()
-        for step in self.plan["steps"]:
-            out = self._out(step)
-            self.kernels[step["kernel"]](*(values[a] for a in step["args"]), out)
-            values[step["out"]] = out
-        self._outputs = [np.array(values[o]) for o in self.plan["outputs"]]
+        self._check_inputs()
+        self.lib(self._slots)
+        self._outputs = [np.array(self._arrays[o]) for o in self.plan["outputs"]]
         return list(self._outputs)
 
     def get_output(self, index: int) -> np.ndarray:
         return self._outputs[index]
 
     def time_evaluator(self, number: int = 1, repeat: int = 5, min_repeat_ms: int = 0):
-        """A function timing the whole model on the inputs set (as Module.time_evaluator:
-        `repeat` measurements of `number` runs, `number` raised until one lasts
+        """A function timing the whole model on the inputs set, in native code (the
+        module's time_evaluator on the slot table: one warm-up run, then `repeat`
+        measurements of `number` runs, `number` raised until one lasts
         `min_repeat_ms`); it returns a ProfileResult of seconds per run."""
+        timer = self.lib.time_evaluator(number=number, repeat=repeat,
+                                        min_repeat_ms=min_repeat_ms)
+
         def evaluate() -> ProfileResult:
-            self.run()  # warm-up, and the inputs are checked
-            count, results = number, []
-            for _ in range(repeat):
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(count):
-                        self.run()
-                    spent = time.perf_counter() - start
-                    if spent * 1e3 >= min_repeat_ms:
-                        break
-                    count *= 2
-                results.append(spent / count)
-            return ProfileResult(tuple(results))
+            self._check_inputs()
+            return timer(self._slots)
         return evaluate
 
     def profile(self, repeat: int = 5) -> list[dict]:
-        """One row per step, in order: its kernel, the ops it fused, its median seconds
-        over `repeat` timings and its share of their sum (inputs set first)."""
-        values = self._values()
+        """One row per step, in order: its kernel, the ops it fused, how its anchor was
+        scheduled (template, config, fallback: None without a template), its median
+        seconds over `repeat` timings (at least 10 ms each) and its share of their sum.
+        Each kernel is called through its own packed function on the model's buffers,
+        so every step reads the values the steps before it wrote."""
+        self._check_inputs()
         rows = []
         for step in self.plan["steps"]:
-            out = self._out(step)
-            arrays = [values[a] for a in step["args"]] + [out]
-            kernel = self.kernels[step["kernel"]]
-            kernel(*arrays)
-            values[step["out"]] = out
-            timer = kernel.time_evaluator(number=1, repeat=repeat, min_repeat_ms=10)
+            args = np.array([self._slots[a] for a in [*step["args"], step["out"]]], np.int64)
+            address = self.lib.function_address(step["kernel"] + "_packed")
+            seconds = native.time_native(address, args.ctypes.data, 1, repeat, 10)
+            info = step.get("info") or {}
             rows.append({"kernel": step["kernel"], "ops": step["ops"],
-                         "seconds": timer(*arrays).median})
+                         "template": info.get("template"), "config": info.get("config"),
+                         "fallback": info.get("fallback"),
+                         "seconds": float(np.median(seconds))})
         total = sum(r["seconds"] for r in rows) or 1.0
         for r in rows:
             r["share"] = r["seconds"] / total
@@ -135,10 +153,13 @@ class GraphExecutor:
             buffer = io.BytesIO()
             np.savez(buffer, **{str(k): v for k, v in self.constants.items()})
             z.writestr("constants.npz", buffer.getvalue())
-            for name, kernel in self.kernels.items():
-                file = os.path.join(tmp, name)
-                kernel.export(file)
-                z.write(file, f"kernels/{name}")
+            file = os.path.join(tmp, LIBRARY)
+            self.lib.export(file)
+            z.write(file, LIBRARY)
+
+
+def _nbytes(spec: dict) -> int:
+    return int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
 
 
 def is_graph_file(path) -> bool:
@@ -146,23 +167,17 @@ def is_graph_file(path) -> bool:
     return zipfile.is_zipfile(path) and PLAN in zipfile.ZipFile(path).namelist()
 
 
-def load_graph(path, load_kernel) -> GraphExecutor:
-    """The GraphExecutor of a file written by export; `load_kernel(path)` loads one
-    kernel file (runtime.load)."""
+def load_graph(path, load_module) -> GraphExecutor:
+    """The GraphExecutor of a file written by export; `load_module(path)` loads the
+    module file (runtime.load)."""
     with zipfile.ZipFile(path) as z:
         plan = json.loads(z.read(PLAN))
         if plan.get("format") != FORMAT:
             raise ValueError(f"{path}: graph format {plan.get('format')}; this version "
-                             f"reads {FORMAT}")
+                             f"reads {FORMAT} (compile the model again)")
         with np.load(io.BytesIO(z.read("constants.npz")), allow_pickle=False) as npz:
             constants = {int(k): npz[k] for k in npz.files}
-        tmp = tempfile.mkdtemp(prefix="autosched-model-")
-        kernels = {}
-        for step in plan["steps"]:
-            name = step["kernel"]
-            if name not in kernels:
-                file = os.path.join(tmp, name)
-                with open(file, "wb") as f:
-                    f.write(z.read(f"kernels/{name}"))
-                kernels[name] = load_kernel(file)
-    return GraphExecutor(kernels, plan, constants)
+        file = os.path.join(tempfile.mkdtemp(prefix="autosched-model-"), LIBRARY)
+        with open(file, "wb") as f:
+            f.write(z.read(LIBRARY))
+    return GraphExecutor(load_module(file), plan, constants)

@@ -83,6 +83,18 @@ class Module:
         address = engine.get_function_address(meta["entry"] + "_packed")
         return cls(meta, address, (engine,), target=target)
 
+    def function_address(self, symbol: str) -> int:
+        """The address of another function of this module's machine code (a model's
+        kernel, `<name>_packed`), from the JIT engine or the shared library that owns it."""
+        owner = self._keepalive
+        if isinstance(owner, ctypes.CDLL):
+            address = ctypes.cast(getattr(owner, symbol, None), ctypes.c_void_p).value
+        else:
+            address = owner[0].get_function_address(symbol)
+        if not address:
+            raise KeyError(f"{self.entry_name}: no function {symbol} in this module")
+        return address
+
     # ------------------------------------------------------------------ calling
 
     def _pack(self, arrays) -> np.ndarray:
