@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
-from .expr import Call, Constant, Function, TupleGetItem
+from .expr import Call, Constant, Function, Tuple, TupleGetItem
 from .alter_op_layout import alter_op_layout
 from .fold_scale_axis import fold_scale_axis
 from .functor import ExprMutator
@@ -72,6 +72,25 @@ def EliminateCommonSubexpr():
     return module_pass(lambda mod, ctx: _each_function(
         mod, lambda f: _EliminateCommonSubexpr().function(f)), opt_level=3,
         name="EliminateCommonSubexpr", required=("InferType",))
+
+
+class _DeadCodeElimination(ExprMutator):
+    def _visit(self, expr):
+        out = super()._visit(expr)
+        if isinstance(out, TupleGetItem) and isinstance(out.tuple_value, Tuple):
+            return out.tuple_value.fields[out.index]
+        return out
+
+
+def DeadCodeElimination():
+    """Code whose value reaches no output goes away. Our graph is pure dataflow with no
+    let bindings: a node lives only while some output reaches it, so the dead code there
+    is can only be the fields of a tuple that nothing selects; `(a, b).0` becomes `a`,
+    and `b`'s computation is dropped when nothing else uses it (Relay's
+    DeadCodeElimination removes unused let bindings, which we do not have)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: _DeadCodeElimination().function(f)), opt_level=1,
+        name="DeadCodeElimination", required=("InferType",))
 
 
 register_pass_config("relay.FuseOps.max_depth", int, MAX_DEPTH)

@@ -269,3 +269,16 @@ def test_two_packed_convolutions_meet_without_a_layout_transform():
         alter._ALTER.pop("nn.conv2d")
     assert str(altered).count("layout_transform(") == 2  # into the first, out of the last
     same_numbers(mod, altered, rng.random((1, 32, 9, 9), "float32"))
+
+
+def test_dead_code_elimination_drops_the_tuple_fields_nothing_selects():
+    x = graph.var("x", shape=(2, 7))
+    live, dead = graph.nn.relu(x), graph.exp(graph.sigmoid(x))
+    fn = graph.Function([x], graph.add(graph.TupleGetItem(graph.Tuple([live, dead]), 0), x))
+    mod = IRModule.from_expr(fn)
+    after = graph.transform.DeadCodeElimination()(mod)
+    assert [e.op.name for e in post_order(after["main"].body) if isinstance(e, Call)] == \
+        ["nn.relu", "add"]
+    assert "Tuple" not in str(after) and "sigmoid" not in str(after)
+    same_numbers(mod, after, rng.random((2, 7), "float32"))
+    assert str(graph.transform.DeadCodeElimination()(after)) == str(after)
