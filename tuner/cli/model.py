@@ -2,8 +2,10 @@
 model built into one file, and that file run on inputs, timed and profiled."""
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+import warnings
 
 import click
 import numpy as np
@@ -12,6 +14,7 @@ from compiler import graph, runtime
 from compiler.errors import BuildError, FrontendError
 from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext
+from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
 from .common import BadInput, format_seconds, json_option, make_console, print_json
 
@@ -36,23 +39,29 @@ def _shapes(_ctx, _param, texts) -> dict:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="The file to write (runs with `autosched run`).")
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
+@click.option("--db", type=click.Path(dir_okay=False),
+              help="A tuning log: each kernel's anchor gets its best logged config.")
 @click.option("--shape", "shapes", multiple=True, callback=_shapes, metavar="NAME:DIMS",
               help="A static shape for an input, e.g. input:1,3,224,224 (repeatable).")
 @click.option("--opt-level", type=click.IntRange(0, 3), default=3, show_default=True,
               help="The graph passes' opt level (0: no fusion).")
 @json_option
-def compile_model(model, output, target, shapes, opt_level, as_json):
-    """Import MODEL (ONNX), optimize and fuse it, build every fused kernel, and write
-    one file; prints the fused kernels.
+def compile_model(model, output, target, shapes, opt_level, db, as_json):
+    """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
+    best configs of the tuning log --db where it has them), and write one file; prints
+    the fused kernels and how each was scheduled.
 
-    Example: autosched compile resnet18.onnx -o resnet18.so --shape input:1,3,224,224
+    Example: autosched compile resnet18.onnx -o resnet18.so --db tune.db
     """
     start = time.perf_counter()
     try:
         mod, params = from_onnx(model, shape=shapes)
-        with PassContext(opt_level=opt_level):
+        history = ApplyHistoryBest(db, target=target) if db else contextlib.nullcontext()
+        # a workload the log lacks is said in the table ("fallback"), not as warnings
+        with warnings.catch_warnings(), history, PassContext(opt_level=opt_level):
+            warnings.simplefilter("ignore", FallbackWarning)
             lib = graph.build(mod, target=target, params=params)
-    except (FrontendError, BuildError) as err:
+    except (FrontendError, BuildError, RecordsError) as err:
         raise BadInput(str(err)) from None
     seconds = time.perf_counter() - start
     lib.export(output)
@@ -60,17 +69,28 @@ def compile_model(model, output, target, shapes, opt_level, as_json):
     if as_json:
         return print_json({"output": output, "seconds": seconds, "kernels": len(lib.kernels),
                            "peak_bytes": lib.peak_bytes,
-                           "calls": [{"kernel": s["kernel"], "ops": s["ops"]} for s in steps]})
+                           "calls": [{"kernel": s["kernel"], "ops": s["ops"],
+                                      "info": s.get("info")} for s in steps]})
     from rich.table import Table
     table = Table("call", "kernel", "fused ops", "output", "schedule")
     for i, s in enumerate(steps):
         table.add_row(str(i), s["kernel"], " + ".join(s["ops"]),
-                      f"{tuple(s['shape'])}", "untuned (no template yet)")
+                      f"{tuple(s['shape'])}", schedule_text(s.get("info")))
     console = make_console()
     console.print(table)
     console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "
                   f"{lib.peak_bytes / 2 ** 20:.1f} MiB of intermediate values (planned, "
                   f"reused), built in {seconds:.1f} s; wrote {output}")
+
+
+def schedule_text(info: dict | None) -> str:
+    """How a kernel's anchor was scheduled, in a few words: the template and whether its
+    config is a logged record or the untuned fallback, else compiler.ops' schedule."""
+    if not info or not info.get("template"):
+        return "compiler.ops schedule (no template)"
+    kind = "fallback config" if info.get("fallback") else "logged config"
+    config = f" {info['config']}" if info.get("config") and not info.get("fallback") else ""
+    return f"{info['template']}: {kind}{config}"
 
 
 @click.command("run")
@@ -128,8 +148,8 @@ def run_model(module, inputs, outputs, repeat, profile, as_json):
                   f"{repeat} runs; outputs {', '.join(str(r.shape) for r in results)}")
     if rows:
         from rich.table import Table
-        table = Table("kernel", "fused ops", "time", "share")
+        table = Table("kernel", "fused ops", "schedule", "time", "share")
         for r in rows:
-            table.add_row(r["kernel"], " + ".join(r["ops"]), format_seconds(r["seconds"]),
-                          f"{r['share']:.1%}")
+            table.add_row(r["kernel"], " + ".join(r["ops"]), schedule_text(r),
+                          format_seconds(r["seconds"]), f"{r['share']:.1%}")
         console.print(table)
