@@ -18,6 +18,7 @@ import numpy as np
 
 from compiler import ops, te
 
+from .fallback import VECTOR_LANES
 from .registry import template
 
 ACC_AT_ROW, ACC_AT_TILE = 0, 1  # values of the acc_at knob (see schedule_output)
@@ -45,10 +46,11 @@ def kernel_windows(op: str, data, R: int, S: int, stride: int, padding: int):
             yield r, s, padded[:, :, r:r + stride * OH:stride, s:s + stride * OW:stride]
 
 
-def schedule_padding(cfg, s, out) -> None:
-    """The `pad_stage` knob: the padded input that compiler.ops made for `out` (if the
-    padding is not zero) is computed as a stage of its own, in parallel, or inlined."""
-    padded = next((t for t in out.op.input_tensors() if t.op.name == "pad"), None)
+def schedule_padding(cfg, s, conv) -> None:
+    """The `pad_stage` knob: the padded input that compiler.ops made for the convolution
+    `conv` (if the padding is not zero) is computed as a stage of its own, in parallel,
+    or inlined."""
+    padded = next((t for t in conv.op.input_tensors() if t.op.name == "pad"), None)
     if padded is None:
         return
     if cfg["pad_stage"].val:
@@ -58,17 +60,24 @@ def schedule_padding(cfg, s, out) -> None:
         s[padded].compute_inline()
 
 
-def schedule_output(cfg, s, out, channel_knob: str):
+def schedule_output(cfg, s, conv, out, channel_knob: str):
     """The output tiling both convolution templates share: channels (`channel_knob`),
     rows (`tile_y`) and columns (`tile_x`) split; the outer loops run in parallel
     (`fuse_parallel`), the inner channels unrolled and the inner columns vectorized.
 
-    The local accumulator is computed where `acc_at` says: at the inner row loop
-    (ACC_AT_ROW: it holds one output row of the tile, channels x columns), or at the
-    column-tile loop (ACC_AT_TILE: it holds the whole tile, rows x channels x columns,
-    and the caller unrolls its rows too, so the input rows that neighbouring output
-    rows share are loaded once). Returns the accumulator stage."""
-    acc = s.cache_write(out, "local")
+    `out` is the kernel's output: the convolution `conv` itself (the template), or the
+    last stage of an elementwise tail over it (a graph kernel), whose stages between are
+    inlined. The local accumulator (a cache of `conv` when `out is conv`, else `conv`
+    itself, stored once through the tail) is computed where `acc_at` says: at the inner
+    row loop (ACC_AT_ROW: it holds one output row of the tile, channels x columns), or at
+    the column-tile loop (ACC_AT_TILE: it holds the whole tile, rows x channels x
+    columns, and the caller unrolls its rows too, so the input rows that neighbouring
+    output rows share are loaded once). Returns the accumulator."""
+    if out is conv:
+        acc = s.cache_write(out, "local")
+    else:
+        ops.inline_tail(s, out, conv)
+        acc = conv
     n, c, y, x = s[out].op.axis
     co, ci = cfg[channel_knob].apply(s, out, c)
     yo, yi = cfg["tile_y"].apply(s, out, y)
@@ -80,6 +89,24 @@ def schedule_output(cfg, s, out, channel_knob: str):
     s[out].vectorize(xi)
     s[acc].compute_at(s[out], yi if cfg["acc_at"].val == ACC_AT_ROW else xo)
     return acc
+
+
+def schedule_conv2d(cfg, s, conv, out) -> None:
+    """Schedule the compiler.ops.conv2d_nchw `conv` by `cfg`, in a kernel whose output is
+    `out`: `conv` itself (the template) or the last stage of an elementwise tail over it
+    (a graph kernel, see schedule_output)."""
+    schedule_padding(cfg, s, conv)
+    OL = schedule_output(cfg, s, conv, out, "tile_f")
+    on, of, oy, ox = s[OL].op.axis
+    rc, ry, rx = s[OL].op.reduce_axis
+    rco, rci = cfg["tile_c"].apply(s, OL, rc)
+    reduction = [ry, rx, rco, rci] if cfg["window_outer"].val else [rco, ry, rx, rci]
+    s[OL].reorder(*reduction, on, oy, of, ox)
+    s[OL].unroll(oy)
+    s[OL].unroll(of)
+    s[OL].vectorize(ox)
+    if cfg["unroll_kw"].val:
+        s[OL].unroll(rx)
 
 
 def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
@@ -98,28 +125,26 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     OH, OW = output_size("conv2d_nchw", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
-    cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= 8)
-    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= 8)
-    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= 64)
-    cfg.define_split("tile_c", C, num_outputs=2, filter=lambda e: e.size[-1] <= 16)
+    # The fallbacks are compiler.ops.schedule_conv2d_nchw's choices, which an untuned
+    # model's convolutions get: up to 8 channels by the widest vector of columns that
+    # divides the row, one row per tile, the input channels outside the kernel window's
+    # loops, its columns not unrolled (as fast on ResNet-18's layers; the heuristic
+    # fallbacks were about 4% slower on the whole model).
+    cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= 8,
+                     fallback=[-1, ops.largest_divisor(K, 8)])
+    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= 8,
+                     fallback=[-1, 1])
+    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= 64,
+                     fallback=[-1, ops.largest_divisor(OW, VECTOR_LANES)])
+    cfg.define_split("tile_c", C, num_outputs=2, filter=lambda e: e.size[-1] <= 16,
+                     fallback=[-1, 1])
     cfg.define_knob("window_outer", [0, 1])
-    cfg.define_knob("unroll_kw", [1, 0])
+    cfg.define_knob("unroll_kw", [1, 0], fallback=0)
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [2, 1])
-    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE])
+    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE], fallback=ACC_AT_TILE)
 
     out = ops.conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
-    schedule_padding(cfg, s, out)
-    OL = schedule_output(cfg, s, out, "tile_f")
-    on, of, oy, ox = s[OL].op.axis
-    rc, ry, rx = s[OL].op.reduce_axis
-    rco, rci = cfg["tile_c"].apply(s, OL, rc)
-    reduction = [ry, rx, rco, rci] if cfg["window_outer"].val else [rco, ry, rx, rci]
-    s[OL].reorder(*reduction, on, oy, of, ox)
-    s[OL].unroll(oy)
-    s[OL].unroll(of)
-    s[OL].vectorize(ox)
-    if cfg["unroll_kw"].val:
-        s[OL].unroll(rx)
+    schedule_conv2d(cfg, s, out, out)
     return s, [data, kernel, out]

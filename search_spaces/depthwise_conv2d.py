@@ -16,6 +16,22 @@ from .conv2d import (ACC_AT_ROW, ACC_AT_TILE, kernel_windows, output_size, sched
 from .registry import template
 
 
+def schedule_depthwise_conv2d(cfg, s, conv, out) -> None:
+    """Schedule the compiler.ops.depthwise_conv2d_nchw `conv` by `cfg`, in a kernel whose
+    output is `out`: `conv` itself (the template) or the last stage of an elementwise
+    tail over it (a graph kernel, see conv2d.schedule_output)."""
+    schedule_padding(cfg, s, conv)
+    OL = schedule_output(cfg, s, conv, out, "tile_c")
+    on, oc, oy, ox = s[OL].op.axis
+    ry, rx = s[OL].op.reduce_axis
+    s[OL].reorder(ry, rx, on, oy, oc, ox)
+    s[OL].unroll(oy)
+    s[OL].unroll(oc)
+    s[OL].vectorize(ox)
+    if cfg["unroll_kw"].val:
+        s[OL].unroll(rx)
+
+
 def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
     """numpy `depthwise_conv2d_nchw`: out[n, c, y, x] = sum over r, s of
     padded[n, c, y * stride + r, x * stride + s] * kernel[c, 0, r, s]."""
@@ -44,14 +60,5 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
 
     out = ops.depthwise_conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
-    schedule_padding(cfg, s, out)
-    OL = schedule_output(cfg, s, out, "tile_c")
-    on, oc, oy, ox = s[OL].op.axis
-    ry, rx = s[OL].op.reduce_axis
-    s[OL].reorder(ry, rx, on, oy, oc, ox)
-    s[OL].unroll(oy)
-    s[OL].unroll(oc)
-    s[OL].vectorize(ox)
-    if cfg["unroll_kw"].val:
-        s[OL].unroll(rx)
+    schedule_depthwise_conv2d(cfg, s, out, out)
     return s, [data, kernel, out]

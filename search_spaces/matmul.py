@@ -2,7 +2,10 @@
 (compiler/ops/gemm.py) as knobs:
 
 - `matmul(M, N, K)`: C[M, N] = A[M, K] @ B[K, N];
-- `dense_bias_relu(M, N, K)`: Y = relu(X @ W.T + b), one kernel;
+- `dense(M, N, K)`: Y[M, N] = X[M, K] @ W[N, K].T, the graph's nn.dense (a graph kernel
+  adds its elementwise tail, see schedule_dense);
+- `dense_bias_relu(M, N, K)`: Y = relu(X @ W.T + b), one kernel: dense's schedule with
+  the bias and relu as its tail;
 - `batch_matmul(batch, M, N, K)`: C[b] = A[b] @ B[b].
 
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler import te
+from compiler import ops, te
 
 from .registry import template
 
@@ -106,6 +109,48 @@ def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     return s, [A, B, C]
 
 
+def dense_compute(cfg, X, W):
+    """The dense stage Y[i, j] = sum over k of X[i, k] * W[j, k], reading W through
+    _right_operand (packed into column panels when `pack_b` says so); tagged "dense"."""
+    (M, K), N = ops.get_const_tuple(X.shape), ops.get_const_tuple(W.shape)[0]
+    _, read_w = _right_operand(cfg, K, N, lambda k, j: W[j, k])
+    k = te.reduce_axis((0, K), name="k")
+    return te.compute((M, N), lambda i, j: te.sum(X[i, k] * read_w(k, j), axis=k),
+                      name="dense", tag="dense")
+
+
+def schedule_dense(cfg, s, dense, out) -> None:
+    """Schedule the dense stage `dense` (from dense_compute) by `cfg`, in a kernel whose
+    output is `out`: `dense` itself, accumulated in a local cache, or the last stage of an
+    elementwise tail over it, whose stages between are inlined, `dense` then being the
+    accumulator, so the tail is applied as each register tile is stored."""
+    packed = next((t for t in dense.op.input_tensors() if t.op.name == "packedB"), None)
+    if out is dense:
+        acc = s.cache_write(out, "local")
+    else:
+        ops.inline_tail(s, out, dense)
+        acc = dense
+    _schedule(cfg, s, out, acc, packed)
+
+
+def dense_reference(inputs, M, N, K):
+    """numpy `dense`: X @ W.T."""
+    X, W = inputs
+    return (X.astype("float64") @ W.T).astype("float32")
+
+
+@template("dense", reference=dense_reference)
+def dense(cfg, M: int, N: int, K: int):
+    """Y = X @ W.T; returns the schedule and [X, W, Y]."""
+    X = te.placeholder((M, K), name="X")
+    W = te.placeholder((N, K), name="W")
+    _define_knobs(cfg, M, N, K)
+    Y = dense_compute(cfg, X, W)
+    s = te.create_schedule(Y.op)
+    schedule_dense(cfg, s, Y, Y)
+    return s, [X, W, Y]
+
+
 def dense_bias_relu_reference(inputs, M, N, K):
     """numpy `dense_bias_relu`: relu(X @ W.T + b)."""
     X, W, bias = inputs
@@ -119,12 +164,10 @@ def dense_bias_relu(cfg, M: int, N: int, K: int):
     W = te.placeholder((N, K), name="W")
     bias = te.placeholder((N,), name="b")
     _define_knobs(cfg, M, N, K)
-    packed, read_w = _right_operand(cfg, K, N, lambda k, j: W[j, k])
-    k = te.reduce_axis((0, K), name="k")
-    D = te.compute((M, N), lambda i, j: te.sum(X[i, k] * read_w(k, j), axis=k), name="dense")
+    D = dense_compute(cfg, X, W)
     Y = te.compute((M, N), lambda i, j: te.max(D[i, j] + bias[j], 0.0), name="Y")
     s = te.create_schedule(Y.op)
-    _schedule(cfg, s, Y, D, packed)
+    schedule_dense(cfg, s, D, Y)
     return s, [X, W, bias, Y]
 
 

@@ -16,7 +16,8 @@ a tensor an operator produced. Bad shapes or parameters raise `ops.OpError` (a
 ValueError) naming the operator and the shapes; shape.py holds the checks they share
 (and `ops.get_const_tuple(shape)`, a constant shape as Python ints), schedule.py the
 default schedule, conv2d_schedule.py the schedule of a conv2d kernel with its elementwise
-tail, gemm.py a hand-tuned GEMM schedule.
+tail, tail.py what every such kernel's schedule does with its tail (find_anchor,
+inline_tail), gemm.py a hand-tuned GEMM schedule.
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc
@@ -29,8 +30,9 @@ from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names, as ops.sum
 from .schedule import default_schedule
-from .shape import OpError, get_const_tuple
+from .shape import OpError, get_const_tuple, largest_divisor
 from .softmax import softmax
+from .tail import find_anchor, inline_tail
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "bias_add",
@@ -39,6 +41,6 @@ __all__ = [
     "matmul", "dense", "batch_matmul",
     "pad", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
-    "schedule_conv2d_nchw",
-    "get_const_tuple",
+    "schedule_conv2d_nchw", "find_anchor", "inline_tail",
+    "get_const_tuple", "largest_divisor",
 ]

@@ -15,11 +15,8 @@ from __future__ import annotations
 from ..schedule.schedule import Schedule, create_schedule
 from ..target import Target
 from ..te.tensor import Tensor
-from .shape import get_const_tuple
-
-
-def _largest_divisor(n: int, at_most: int) -> int:
-    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+from .shape import get_const_tuple, largest_divisor
+from .tail import inline_tail
 
 
 def schedule_conv2d_nchw(out: Tensor, conv: Tensor, target="llvm") -> Schedule:
@@ -27,23 +24,19 @@ def schedule_conv2d_nchw(out: Tensor, conv: Tensor, target="llvm") -> Schedule:
     from the conv2d `conv` (see the module docstring)."""
     s = create_schedule(out.op)
     lanes = max(1, Target(target).vector_bits // 32)
-    out_stage = s[out]
     if out is conv:
         conv = s.cache_write(out, "local")
-    for st in s.stages:
-        name = st.op.name
-        if st is out_stage or st.op is conv.op or st.is_output or not hasattr(st.op, "axis"):
-            continue
-        if name == "pad":
-            n, c = st.op.axis[:2]
-            st.parallel(st.fuse(n, c))
-        else:
-            st.compute_inline()  # a stage of the tail (or a scalar it reads)
+    else:
+        inline_tail(s, out, conv)
+    for padded in conv.op.input_tensors():
+        if padded.op.name == "pad":
+            n, c = s[padded].op.axis[:2]
+            s[padded].parallel(s[padded].fuse(n, c))
     _, k, _, w = get_const_tuple(out.shape)
-    o = out_stage
+    o = s[out]
     n, c, y, x = o.op.axis
-    co, ci = o.split(c, factor=_largest_divisor(k, 8))
-    xo, xi = o.split(x, factor=_largest_divisor(w, lanes))
+    co, ci = o.split(c, factor=largest_divisor(k, 8))
+    xo, xi = o.split(x, factor=largest_divisor(w, lanes))
     o.reorder(n, co, y, xo, ci, xi)
     o.parallel(o.fuse(n, co))
     o.unroll(ci)

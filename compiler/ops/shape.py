@@ -45,6 +45,12 @@ def check_tensor(op: str, what: str, x, ndim: int | None = None) -> None:
         raise OpError(f"{op}: {what} must have {ndim} dimensions, got shape {shape_str(x.shape)}")
 
 
+def largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of `n` that is at most `at_most` (>= 1): a tile of `n` loop
+    iterations that leaves no remainder, e.g. the vector width a row is split by."""
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
 def get_const_tuple(shape) -> tuple[int, ...]:
     """`shape` (constant expressions or ints, as a tensor's `shape`) as a tuple of Python
     ints, as TVM's topi.utils.get_const_tuple: what numpy needs to make arrays of a tensor's

@@ -12,6 +12,8 @@ import compiler
 import records
 import search_spaces
 import tuner
+from compiler import graph
+from compiler.graph.lower import lower_function
 from records.apply_history_best import ApplyHistoryBest, FallbackWarning
 from search_spaces import ApplyConfig, FallbackConfig, dispatch, instantiate
 
@@ -228,3 +230,28 @@ def test_a_bad_log_is_refused_when_the_context_is_made(tmp_path):
     with pytest.raises(records.RecordsError, match="tnue.db: no tuning log there"):
         ApplyHistoryBest(missing)
     assert not missing.exists()
+
+
+def test_a_graph_kernel_gets_the_logged_config_of_its_anchor(db):
+    """A conv2d + relu fused function lowered inside the context: its conv2d_nchw
+    workload is the template's, so the logged best schedules it (the kernel's info says
+    so); a layer with no record gets the fallback, with the FallbackWarning."""
+    def kernel_info(channels):
+        x = graph.var("x", shape=(1, channels, 9, 9))
+        w = graph.var("w", shape=(8, channels, 3, 3))
+        fn = graph.Function([x, w], graph.nn.relu(graph.nn.conv2d(x, w, padding=1)))
+        mod = graph.transform.FuseOps()(graph.IRModule.from_expr(fn))
+        return lower_function(mod["main"].body.op, "kernel")[2]
+
+    args = (1, 4, 9, 9, 8, 3, 3, 1, 1)
+    task = tuner.Task("conv2d_nchw", args, target=HERE)
+    logged = search_spaces.space("conv2d_nchw", *args).get(17)
+    db.add(task, [tuner.MeasureInput(task, logged)],
+           [tuner.MeasureResult((1e-6, 1e-6), tuner.MeasureErrorNo.NO_ERROR, "", 0.01,
+                                float(next(_timestamps)), "testhost")])
+    with ApplyHistoryBest(db, target=HERE):
+        assert kernel_info(4) == {"template": "conv2d_nchw",
+                                  "workload": f"conv2d_nchw{args!r}", "config": "#17",
+                                  "fallback": False}
+        with pytest.warns(FallbackWarning):
+            assert kernel_info(5)["fallback"] is True

@@ -1,4 +1,4 @@
-"""dense_bias_relu, batch_matmul and depthwise_conv2d_nchw: every sampled point builds
+"""dense, dense_bias_relu, batch_matmul and depthwise_conv2d_nchw: every sampled point builds
 and matches numpy (seeded samples, odd shapes included), and the spaces are real."""
 import numpy as np
 import pytest
@@ -19,6 +19,13 @@ def _run(name, args, seed, samples):
         out = np.full(get_const_tuple(tensors[-1].shape), np.nan, "float32")
         f(*ins, out)
         yield cfg, ins, out
+
+
+@pytest.mark.parametrize("args", [(37, 29, 13), (1, 64, 32)])
+def test_dense(args):
+    for cfg, (x, w), y in _run("dense", args, sum(args), 10):
+        np.testing.assert_allclose(y, x.astype("float64") @ w.T, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(cfg))
 
 
 @pytest.mark.parametrize("args", [(37, 29, 13), (8, 64, 32), (7, 13, 100)])
@@ -66,6 +73,6 @@ def test_space_sizes():
 
 def test_registered_templates():
     names = search_spaces.templates()
-    for name in ("matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
+    for name in ("matmul", "dense", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
                  "conv2d_nchw_packed", "depthwise_conv2d_nchw"):
         assert name in names

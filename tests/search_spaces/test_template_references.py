@@ -12,6 +12,7 @@ from search_spaces import SpaceError, template
 CASES = [
     ("matmul", (7, 13, 5)),
     ("matmul", (13, 7, 9, "float64")),
+    ("dense", (7, 13, 11)),
     ("dense_bias_relu", (7, 13, 11)),
     ("batch_matmul", (3, 7, 13, 5)),
     ("conv2d_nchw", (1, 3, 7, 7, 4, 3, 3)),
@@ -108,6 +109,6 @@ def test_a_reference_that_is_not_callable_is_a_space_error():
 
 
 def test_every_registered_operator_template_has_a_reference():
-    for name in ("matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
+    for name in ("matmul", "dense", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
                  "conv2d_nchw_packed", "depthwise_conv2d_nchw"):
         assert callable(search_spaces.get_template(name).reference), name

@@ -1,0 +1,125 @@
+"""Op strategies (TVM's OpStrategy): how the build finds a tuned schedule for a fused
+function's anchor op without the compiler knowing about templates.
+
+The compiler may not import the template package (search_spaces sits above it), yet a
+graph kernel should be scheduled by the template whose config the tuner found. So the
+seam points the other way: a package above registers, per graph op, strategy functions
+
+    fn(call) -> Implementation | None
+
+that look at the typed anchor `Call` (its attrs, `call.args[i].ty`, `call.ty`) and return
+an Implementation (the anchor's te compute, the schedule of the whole kernel, and what was
+chosen) or None when they do not cover those attrs or shapes. `select_implementation(call)`
+asks the strategies of the call's op, highest `plevel` first, and returns the first
+answer; with none, lower.py schedules the kernel with compiler.ops' schedules.
+
+Who registers: every entry point of the group "autosched.strategies" (a callable that
+calls register_strategy), loaded once per process on the first select_implementation.
+An entry point is how a build finds the template package without the user importing
+it and without an import from the compiler upwards; the template package's own entry
+point is `search_spaces.strategies:register`.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+
+from ..errors import BuildError
+from ..schedule.schedule import Schedule
+from ..te.tensor import Tensor
+from .expr import Call
+
+ENTRY_POINT_GROUP = "autosched.strategies"
+
+NO_TEMPLATE = {"template": None, "workload": None, "config": None, "fallback": None}
+"""The `info` of a kernel that no strategy scheduled (compiler.ops' schedules)."""
+
+
+class StrategyError(BuildError):
+    """An entry point of "autosched.strategies" failed to load or to register; the
+    message names it."""
+
+
+@dataclass(frozen=True, eq=False)
+class Implementation:
+    """One way to compute and schedule an anchor op: what a strategy returns.
+
+    name: the template's name.
+    compute: `compute(inputs)`: the anchor's te tensor from the te tensors of its
+        arguments (in the call's order); it may add stages of its own (a padded input,
+        a packed weight).
+    schedule: `schedule(out)`: the Schedule of the whole kernel whose final output is
+        `out`, the anchor being the tensor `compute` returned: the elementwise and
+        broadcast tail between them inlined, `out` tiled as the template's output.
+    info: what was chosen, as plain JSON (it goes into the executor's plan and its
+        profile): {"template": name, "workload": the workload as text, "config": the
+        config in short, "fallback": True when the config is the template's fallback}.
+    """
+    name: str
+    compute: Callable[[list[Tensor]], Tensor]
+    schedule: Callable[[Tensor], Schedule]
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Strategy:
+    fn: Callable[[Call], Implementation | None]
+    plevel: int
+
+
+_STRATEGIES: dict[str, list[_Strategy]] = {}
+_loaded: set[str] = set()   # entry points loaded without error
+_all_loaded = False          # every entry point is in _loaded: no need to look again
+_lock = threading.RLock()
+
+
+def register_strategy(op_name: str, fn: Callable[[Call], Implementation | None],
+                      plevel: int = 10) -> None:
+    """Register `fn(call) -> Implementation | None` as a strategy of graph op `op_name`.
+
+    plevel: its priority (default 10): select_implementation asks the highest first;
+        on equal plevels, the one registered first.
+    Registering the same function again for the same op replaces it (a module loaded
+    twice does not ask twice).
+    """
+    if not callable(fn):
+        raise TypeError(f"register_strategy({op_name!r}): fn must be callable, got {fn!r}")
+    with _lock:
+        entries = [s for s in _STRATEGIES.get(op_name, []) if s.fn is not fn]
+        entries.append(_Strategy(fn, int(plevel)))
+        entries.sort(key=lambda s: -s.plevel)  # stable: first registered first on ties
+        _STRATEGIES[op_name] = entries
+
+
+def load_strategies() -> None:
+    """Call every entry point of ENTRY_POINT_GROUP not loaded yet (once per process; the
+    first select_implementation does it). A StrategyError names an entry point that
+    fails, and it is tried again on the next call."""
+    global _all_loaded
+    if _all_loaded:
+        return
+    with _lock:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            key = f"{ep.name} = {ep.value}"
+            if key in _loaded:
+                continue
+            try:
+                ep.load()()
+            except Exception as e:
+                raise StrategyError(f"the {ENTRY_POINT_GROUP} entry point {key} failed: "
+                                    f"{type(e).__name__}: {e}") from e
+            _loaded.add(key)
+        _all_loaded = True
+
+
+def select_implementation(call: Call) -> Implementation | None:
+    """The implementation of the highest-plevel strategy of `call`'s op that covers the
+    typed `call`, or None when none does (or none is registered)."""
+    load_strategies()
+    for strategy in _STRATEGIES.get(call.op.name, []):
+        impl = strategy.fn(call)
+        if impl is not None:
+            return impl
+    return None

@@ -1,0 +1,108 @@
+"""The templates as op strategies of the graph build (compiler/graph/strategy.py): a fused
+function whose anchor is nn.conv2d or nn.dense is scheduled by the matching template,
+with the config that the dispatch context gives for its workload.
+
+`register` is the package's entry point (pyproject.toml, group "autosched.strategies"):
+the build loads it on its first kernel, so a user who never imports search_spaces still
+gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBest`.
+
+    nn.conv2d, NCHW, groups 1           -> conv2d_nchw(N, C, H, W, K, R, S, stride, padding)
+    nn.conv2d, depthwise, multiplier 1  -> depthwise_conv2d_nchw(N, C, H, W, R, S, stride,
+                                                                  padding)
+    nn.dense, 2-D data                  -> dense(M, N, K)
+
+A convolution qualifies when its strides are equal, its padding the same on all four
+sides and its dilation 1 (what the templates' arguments can say), all in float32; any
+other is left to compiler.ops' schedules. The workload is built exactly as the
+template's signature binds it, so that records tuned on the template answer for the
+graph's layer.
+"""
+from __future__ import annotations
+
+from compiler import ops, te
+from compiler.graph.expr import Call
+from compiler.graph.strategy import Implementation, register_strategy
+
+from .config_space import ConfigEntity
+from .conv2d import schedule_conv2d
+from .depthwise_conv2d import schedule_depthwise_conv2d
+from .dispatch import dispatch
+from .matmul import dense_compute, schedule_dense
+from .registry import get_template
+
+
+def _configured(name: str, args: tuple) -> tuple[tuple, ConfigEntity, dict]:
+    """The bound workload arguments of template `name`, the config the dispatch contexts
+    choose for them (checked to be a point of the template's space, as instantiate
+    does), and the `info` the build and its profile show."""
+    tmpl = get_template(name)
+    args = tmpl.bind(args)
+    cfg = dispatch((name, args))
+    tmpl.space(args).check(cfg)
+    info = {"template": name, "workload": f"{name}{args!r}", "config": f"#{cfg.index}",
+            "fallback": bool(cfg.is_fallback)}
+    return args, cfg, info
+
+
+def _implementation(name: str, args: tuple, compute, schedule_anchor, tag: str):
+    """An Implementation of template `name` on `args`: `compute(cfg, inputs)` makes the
+    anchor (tagged `tag`), `schedule_anchor(cfg, s, anchor, out)` schedules the kernel."""
+    args, cfg, info = _configured(name, args)
+
+    def schedule(out: te.Tensor):
+        s = te.create_schedule(out.op)
+        schedule_anchor(cfg, s, ops.find_anchor(out, tag), out)
+        return s
+    return Implementation(name, lambda inputs: compute(cfg, inputs), schedule, info)
+
+
+def _float32(call: Call) -> bool:
+    return all(a.ty.dtype == "float32" for a in call.args) and call.ty.dtype == "float32"
+
+
+def _window(attrs) -> tuple[int, int] | None:
+    """(stride, padding) when the templates' two ints can say the conv's window
+    (NCHW, equal strides, one padding on all sides, no dilation), else None."""
+    (sh, sw), pads = attrs["strides"], tuple(attrs["padding"])
+    if attrs["data_layout"] != "NCHW" or sh != sw or len(set(pads)) != 1 or \
+            tuple(attrs["dilation"]) != (1, 1):
+        return None
+    return sh, pads[0]
+
+
+def conv2d_strategy(call: Call) -> Implementation | None:
+    """nn.conv2d -> the conv2d_nchw template (groups 1) or depthwise_conv2d_nchw (groups
+    equal to the channels, one filter each), when _window can say its window."""
+    window = _window(call.attrs)
+    if window is None or not _float32(call):
+        return None
+    (N, C, H, W), (K, per_group, R, S) = call.args[0].ty.shape, call.args[1].ty.shape
+    groups = call.attrs["groups"]
+    if groups == 1:
+        return _implementation(
+            "conv2d_nchw", (N, C, H, W, K, R, S, *window),
+            lambda cfg, ins: ops.conv2d_nchw(ins[0], ins[1], *window),
+            schedule_conv2d, "conv2d_nchw")
+    if groups == C == K and per_group == 1:
+        # OIHW (C, 1, R, S) is the template's kernel (C, multiplier 1, R, S)
+        return _implementation(
+            "depthwise_conv2d_nchw", (N, C, H, W, R, S, *window),
+            lambda cfg, ins: ops.depthwise_conv2d_nchw(ins[0], ins[1], *window),
+            schedule_depthwise_conv2d, "depthwise_conv2d_nchw")
+    return None
+
+
+def dense_strategy(call: Call) -> Implementation | None:
+    """nn.dense of 2-D data -> the dense template."""
+    data, weight = (a.ty for a in call.args)
+    if data.ndim != 2 or not _float32(call):
+        return None
+    (M, K), N = data.shape, weight.shape[0]
+    return _implementation("dense", (M, N, K), lambda cfg, ins: dense_compute(cfg, *ins),
+                           schedule_dense, "dense")
+
+
+def register() -> None:
+    """Register the strategies above (the "autosched.strategies" entry point)."""
+    register_strategy("nn.conv2d", conv2d_strategy)
+    register_strategy("nn.dense", dense_strategy)
