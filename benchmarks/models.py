@@ -1,6 +1,6 @@
 """Whole models (issue 17): ResNet-18, MobileNetV2 and ResNet-50 with random weights,
 built in PyTorch, exported to ONNX, imported with compiler.frontend.from_onnx and built
-with compiler.graph.build (untuned: compiler.ops' default schedules for now). Prints
+with compiler.graph.build (untuned: the templates' fallback configs). Prints
 per model, in one run: compile time, kernels, our latency, ONNX Runtime's and
 PyTorch's (2 threads, medians of alternating rounds), the ratios, and whether our
 output matches ONNX Runtime's.
@@ -24,6 +24,7 @@ from model_defs import MODELS, export_onnx  # noqa: E402
 
 from compiler import graph  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
+from compiler.transform.pass_infra import PassContext  # noqa: E402
 
 
 def seconds(fn, least: float = 0.2) -> float:
@@ -37,7 +38,7 @@ def seconds(fn, least: float = 0.2) -> float:
     return statistics.median(times)
 
 
-def one(name: str, rounds: int) -> None:
+def one(name: str, rounds: int, opt_level: int) -> None:
     import onnxruntime as ort
     import torch
     torch.set_num_threads(2)
@@ -46,7 +47,8 @@ def one(name: str, rounds: int) -> None:
         model = export_onnx(name, path)
         start = time.perf_counter()
         mod, params = from_onnx(path)
-        lib = graph.build(mod, params=params)
+        with PassContext(opt_level=opt_level):
+            lib = graph.build(mod, params=params)
         compile_s = time.perf_counter() - start
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
@@ -66,7 +68,8 @@ def one(name: str, rounds: int) -> None:
                 time.sleep(0.2)
                 times[k].append(seconds(runs[k]))
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{name}: compile {compile_s:.1f} s, {len(lib.kernels)} distinct kernels, "
+    print(f"{name} (opt_level {opt_level}): compile {compile_s:.1f} s, "
+          f"{len(lib.kernels)} distinct kernels, "
           f"{len(lib.plan['steps'])} calls, {lib.peak_bytes / 2 ** 20:.1f} MiB of "
           f"intermediate values; max relative error vs ONNX Runtime {error:.1e} "
           f"({'match' if error < 1e-4 else 'MISMATCH'})")
@@ -84,11 +87,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="resnet18,mobilenet_v2,resnet50")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--opt-level", type=int, default=3,
+                   help="the graph passes' opt level (3, as `autosched compile`: FoldScaleAxis "
+                        "and AlterOpLayout run)")
     opt = p.parse_args()
     for name in opt.models.split(","):
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-        one(name, opt.rounds)
+        one(name, opt.rounds, opt.opt_level)
 
 
 if __name__ == "__main__":

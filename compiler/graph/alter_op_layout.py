@@ -1,45 +1,85 @@
-"""AlterOpLayout: ops whose registered alter function asks for another data layout get
-it, and the layouts are reconciled around them (Relay's AlterOpLayout, for the NCHW ->
-NCHW[x]c case of the reference's worked example).
+"""AlterOpLayout: ops whose alter function asks for another data layout get it, and the
+layouts are reconciled around them (Relay's AlterOpLayout, for the NCHW -> NCHW[x]c
+case of the reference's worked example).
 
     @register_alter_op_layout("nn.conv2d")
     def alter_conv2d(attrs, inputs, tinfos, out_type):
         new_attrs = dict(attrs, data_layout="NCHW16c")
         return graph.nn.conv2d(*inputs, **new_attrs)
 
+Built in, for nn.conv2d (`alter_conv2d_nchwc`, used unless another is registered): an
+ordinary convolution (groups 1, NCHW) whose input and output channels both split into
+blocks of 16 (else 8) computes in NCHW[x]c with its weights packed OIHW[x]i[x]o, the
+layout in which its kernel (compiler.ops.conv2d_nchwc) runs near the FMA peak; a
+depthwise one (channel multiplier 1) too, its weights OIHW1i[x]o, so a MobileNet block
+stays packed from one pointwise convolution through the depthwise one to the next; the
+weights' layout_transform is of constants, so FoldConstant folds it when the model is
+built and no weight is repacked at run time.
+
 Every value is known to be in NCHW (a 4-D tensor) or in a packed NCHW[x]c layout. A
 conv2d altered to NCHW[x]c takes its data through a layout_transform (unless it is
-packed already: two packed convolutions meet with no transform between them) and
-gives a packed result. An elementwise or broadcast op with a packed operand computes
-in the packed layout: its 4-D operands of the same shape are transformed to it (a
-value is transformed once, however many ops read it). Any other op, and the function's
-result, get their packed operands transformed back to NCHW.
+packed already: two packed convolutions with the same block meet with no transform
+between them) and gives a packed result. An elementwise or broadcast op with a packed
+operand computes in the packed layout when every other operand can follow: one of the
+same shape is transformed (once, however many ops read it), a per-channel one ((C, 1, 1)
+or (1, C, 1, 1): a bias, a scale) is reshaped and transformed, a scalar stays as it is;
+nn.bias_add becomes an add of the packed bias. Any other op, and the function's result,
+get their packed operands transformed back to NCHW.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..ops.pattern import OpPattern
-from . import tensor_ops
+from . import nn, tensor_ops
 from .expr import Call, Expr, Function, Tuple, TupleGetItem
 from .functor import ExprMutator
 from .infer_type import infer_type
-from .op import Op
+from .op import Op, get_op
 
 _ALTER: dict[str, Callable] = {}
+BLOCKS = (16, 8)
+"""Channel blocks the built-in conv2d alteration tries, widest first: 16 float32 lanes
+fill an AVX-512 vector, 8 an AVX2 one (or half of one)."""
 
 
 def register_alter_op_layout(op_name: str, fn: Callable | None = None):
     """Register `fn(attrs, inputs, tinfos, out_type) -> Expr or None` (None: leave the
-    call as it is) for `op_name`; usable as a decorator."""
+    call as it is) for `op_name`, in place of the built-in one; usable as a decorator."""
     def register(f):
         _ALTER[op_name] = f
         return f
     return register if fn is None else register(fn)
 
 
+def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type):
+    """The built-in alteration of nn.conv2d (see the module docstring), or None."""
+    data, weight = tinfos
+    if attrs["data_layout"] != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW" or \
+            len(data.shape) != 4:
+        return None
+    channels, out_channels, weight_in = data.shape[1], weight.shape[0], weight.shape[1]
+    depthwise = attrs["groups"] == channels == out_channels and weight_in == 1
+    if attrs["groups"] != 1 and not depthwise:
+        return None
+    block = next((b for b in BLOCKS if channels % b == 0 and out_channels % b == 0), None)
+    if block is None:
+        return None
+    kernel_layout = f"OIHW{1 if depthwise else block}i{block}o"
+    packed = tensor_ops.layout_transform(inputs[1], "OIHW", kernel_layout)
+    return nn.conv2d(inputs[0], packed, attrs["strides"], attrs["padding"],
+                     attrs["dilation"], attrs["groups"], f"NCHW{block}c", kernel_layout)
+
+
+_BUILT_IN = {"nn.conv2d": alter_conv2d_nchwc}
+
+
 def _packed(layout: str) -> bool:
     return layout != "NCHW"
+
+
+def _block(layout: str) -> int:
+    return int(layout[4:-1])
 
 
 class _Alter(ExprMutator):
@@ -47,11 +87,19 @@ class _Alter(ExprMutator):
         super().__init__()
         self.layout: dict[int, str] = {}       # id(new expr) -> its layout
         self.transformed: dict[tuple, Expr] = {}
+        self.nchw_type: dict[int, object] = {}  # id(new expr) -> the type it had in NCHW
+
+    def visit(self, expr: Expr) -> Expr:
+        out = super().visit(expr)
+        self.nchw_type.setdefault(id(out), expr.ty)
+        return out
 
     def _convert(self, expr: Expr, layout: str) -> Expr:
         have = self.layout.get(id(expr), "NCHW")
         if have == layout:
             return expr
+        if _packed(have) and _packed(layout):  # another block: through NCHW
+            return self._convert(self._convert(expr, "NCHW"), layout)
         key = (id(expr), layout)
         if key not in self.transformed:
             out = tensor_ops.layout_transform(expr, have, layout)
@@ -59,13 +107,51 @@ class _Alter(ExprMutator):
             self.transformed[key] = out
         return self.transformed[key]
 
+    def _follow(self, arg: Expr, layout: str, shape: tuple) -> Expr | None:
+        """`arg` of an elementwise or broadcast op whose NCHW result has `shape`, made to
+        broadcast in `layout`; None when it cannot."""
+        dims = tuple(self.nchw_type[id(arg)].shape)
+        if _packed(self.layout.get(id(arg), "NCHW")) or dims == shape:
+            return self._convert(arg, layout)
+        if all(d == 1 for d in dims):
+            return arg
+        channels = shape[1]
+        if len(dims) in (3, 4) and dims[-3] == channels and \
+                all(d == 1 for i, d in enumerate(dims) if i != len(dims) - 3):
+            return tensor_ops.layout_transform(tensor_ops.reshape(arg, (1, channels, 1, 1)),
+                                               "NCHW", layout)
+        return None
+
+    def _in_layout(self, call: Call, layout: str) -> Call | None:
+        """`call` (elementwise or broadcast, one operand packed as `layout`) computed in
+        that layout, or None when an operand cannot follow."""
+        shape = tuple(call.ty.shape)
+        if len(shape) != 4 or shape[1] % _block(layout):
+            return None
+        op, attrs = call.op, call.attrs
+        if op.name == "nn.bias_add":  # an add of the bias as (1, C, 1, 1)
+            data, bias = call.args
+            if attrs["axis"] % 4 != 1:
+                return None
+            op, attrs = get_op("add"), {}
+            followed = [self._convert(data, layout), tensor_ops.layout_transform(
+                tensor_ops.reshape(bias, (1, shape[1], 1, 1)), "NCHW", layout)]
+        else:
+            followed = [self._follow(a, layout, shape) for a in call.args]
+        if any(a is None for a in followed):
+            return None
+        out = Call(op, tuple(followed), attrs)
+        self.layout[id(out)] = layout
+        return out
+
     def rewrite_call(self, call: Call):
         if not isinstance(call.op, Op):
             return call
-        alter = _ALTER.get(call.op.name)
+        alter = _ALTER.get(call.op.name, _BUILT_IN.get(call.op.name))
         if alter is not None:
             original = [self._convert(a, "NCHW") for a in call.args]
-            new = alter(dict(call.attrs), original, [a.ty for a in call.args], call.ty)
+            new = alter(dict(call.attrs), original, [self.nchw_type[id(a)] for a in call.args],
+                        call.ty)
             if isinstance(new, Call) and new.attrs.get("data_layout", "NCHW") != "NCHW":
                 layout = new.attrs["data_layout"]
                 data = self._convert(call.args[0], layout)
@@ -75,14 +161,9 @@ class _Alter(ExprMutator):
         packed = {self.layout[id(a)] for a in call.args if _packed(self.layout.get(id(a),
                                                                                     "NCHW"))}
         if packed and call.op.pattern <= OpPattern.BROADCAST and len(packed) == 1:
-            layout = packed.pop()
-            shape = next(a.ty for a in call.args if a.ty is not None).shape \
-                if call.ty is None else call.ty.shape
-            args = [self._convert(a, layout) if _packed(self.layout.get(id(a), "NCHW")) or
-                    (a.ty is not None and a.ty.shape == shape) else a for a in call.args]
-            out = Call(call.op, args, call.attrs)
-            self.layout[id(out)] = layout
-            return out
+            out = self._in_layout(call, packed.pop())
+            if out is not None:
+                return out
         args = [self._convert(a, "NCHW") for a in call.args]
         return Call(call.op, args, call.attrs, call.ty)  # its layout and type unchanged
 

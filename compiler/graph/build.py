@@ -6,17 +6,18 @@ them (Relay's relay.build and its graph executor).
 
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again,
-DeadCodeElimination, FuseOps (InferType first, as they require). Every fused function
-becomes one kernel (lower.py): its ops as te computes, its anchor scheduled by the
-strategy registered for it (strategy.py: a template's config under the current dispatch
-context) or by compiler.ops' schedules; one kernel per distinct function (equal text:
-the same ops on the same shapes). All kernels go into one LLVM module with `graph_run`,
-the native entry function that calls them in order (codegen/graph_entry.py); the
-intermediate values share planned storage (plan_storage).
+AlterOpLayout (opt_level 3: convolutions into NCHW[x]c) and FoldConstant once more, which
+packs the weights there and then, DeadCodeElimination, FuseOps (InferType first, as
+they require). Every fused function becomes one kernel (lower.py): its ops as te
+computes, its anchor scheduled by the strategy registered for it (strategy.py: a
+template's config under the current dispatch context) or by compiler.ops' schedules;
+one kernel per distinct function (equal text: the same ops on the same shapes). All
+kernels go into one LLVM module with `graph_run`, the native entry function that calls
+them in order (codegen/graph_entry.py); the intermediate values share planned storage
+(plan_storage).
 
 The result is a runtime GraphExecutor: run, set_input, get_output, time_evaluator,
-profile, export (`compiler.runtime.load` reads the file back). Not yet: AlterOpLayout in
-the build.
+profile, export (`compiler.runtime.load` reads the file back).
 """
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ from .bind import bind_params
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from .functor import post_order
 from .lower import lower_function
-from .transform import (DeadCodeElimination, FoldConstant, FoldScaleAxis, FuseOps,
-                        SimplifyInference)
+from .transform import (AlterOpLayout, DeadCodeElimination, FoldConstant, FoldScaleAxis,
+                        FuseOps, SimplifyInference)
 
 
 def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExecutor:
@@ -43,7 +44,8 @@ def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExec
     if params:
         main = bind_params(main, params)
     fused = Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
-                        FoldConstant(), DeadCodeElimination(), FuseOps()])(
+                        FoldConstant(), AlterOpLayout(), FoldConstant(),
+                        DeadCodeElimination(), FuseOps()])(
         IRModule.from_expr(main))["main"]
     return GraphModule(fused, target)
 

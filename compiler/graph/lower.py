@@ -1,28 +1,54 @@
 """From graph ops to te computes: the compute of every graph op (compiler.ops where it
 has the operator, a te.compute here for the shape ops), and a fused Primitive function
-lowered to one kernel with the default schedule.
+lowered to one kernel.
 
 The build (build.py) calls `lower_function` once per fused function; its parameters
-become placeholders, its body one te compute per op, and compiler.ops' default
-schedule inlines the elementwise tail into the anchor's loops.
+become placeholders, its body one te compute per op. When the function has one anchor
+op (conv2d, dense: a pattern above BROADCAST) reading the parameters, and after it
+only elementwise and broadcast ops, the strategy registered for the anchor
+(strategy.py: a template, with the config of the current dispatch context) computes the
+anchor and schedules the kernel, its tail inlined. Otherwise compiler.ops schedules it:
+schedule_conv2d_nchwc for a packed (NCHW[x]c, after AlterOpLayout) conv2d with its
+tail, schedule_conv2d_nchw for an NCHW conv2d with an elementwise tail, the default
+schedule for the rest.
 """
 from __future__ import annotations
 
 import math
 
 from .. import ops, te
+from ..ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc, schedule_conv2d_nchwc
 from ..ops.conv2d_schedule import schedule_conv2d_nchw
 from ..errors import BuildError
+from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
 from .functor import post_order
+from .strategy import NO_TEMPLATE, select_implementation
+
+
+def _packed_conv2d(data, weight, at, common):
+    """NCHW[x]c data: compiler.ops' packed convolutions. Weights the build did not pack
+    (an OIHW weight that is a parameter) are packed inside the kernel."""
+    block = ty_shape(data)[4]
+    depthwise = at["groups"] != 1
+    if len(ty_shape(weight)) == 4:
+        o, i, kh, kw = ty_shape(weight)
+        bi = 1 if depthwise else block
+        w = weight
+        weight = te.compute((o // block, i // bi, kh, kw, bi, block),
+                            lambda a, b, y, x, ci, co: w[a * block + co, b * bi + ci, y, x],
+                            name="packed_weight")
+    if depthwise:
+        return depthwise_conv2d_nchwc(data, weight, **common)
+    return conv2d_nchwc(data, weight, **common)
 
 
 def _conv2d(ins, at, ty):
     data, weight = ins
     groups = at["groups"]
-    if at["data_layout"] != "NCHW":
-        raise BuildError(f"nn.conv2d: data_layout {at['data_layout']} has no compute yet")
     common = dict(stride=at["strides"], padding=at["padding"], dilation=at["dilation"])
+    if at["data_layout"] != "NCHW":
+        return _packed_conv2d(data, weight, at, common)
     if groups == 1:
         return ops.conv2d_nchw(data, weight, **common)
     channels = ty_shape(data)[1]
@@ -80,6 +106,10 @@ def _concatenate(ins, at, ty):
 
 def _layout_transform(ins, at, ty):
     x, = ins
+    if at["src_layout"] == "OIHW":  # (O/y, I/x, KH, KW, x, y)
+        bi, bo = ty.shape[4], ty.shape[5]
+        return te.compute(ty.shape, lambda a, b, y, w, ci, co: x[a * bo + co, b * bi + ci, y, w],
+                          name="layout_transform")
     if at["src_layout"] == "NCHW":
         block = ty.shape[4]
         return te.compute(ty.shape, lambda n, c, h, w, b: x[n, c * block + b, h, w],
@@ -136,11 +166,15 @@ COMPUTE = {
 
 
 def lower_function(func: Function, name: str):
-    """(schedule, [placeholders..., output]) of a typed Primitive function: one te
-    compute per op, compiler.ops' default schedule."""
+    """Lower a typed Primitive function to one kernel: `(schedule, tensors, info)`, where
+    `tensors` are [placeholders of the parameters..., output] and `info` says how the
+    anchor was scheduled (strategy.Implementation.info), or strategy.NO_TEMPLATE (every
+    value None) when compiler.ops' schedules did it (see the module docstring)."""
     placeholders = [te.placeholder(p.ty.shape, dtype=p.ty.dtype, name=f"{name}_{p.name}")
                     for p in func.params]
     env = {id(p): t for p, t in zip(func.params, placeholders)}
+    anchor = _anchor(func)
+    impl = select_implementation(anchor) if _template_kernel(func, anchor) else None
 
     def visit(expr: Expr):
         if id(expr) in env:
@@ -159,7 +193,10 @@ def lower_function(func: Function, name: str):
             args = [visit(a) for a in expr.args]
             if op.name == "concatenate":
                 args = list(args[0])
-            out = COMPUTE[op.name](args, expr.attrs, expr.ty)
+            if expr is anchor and impl is not None:
+                out = impl.compute(args)
+            else:
+                out = COMPUTE[op.name](args, expr.attrs, expr.ty)
         elif isinstance(expr, TupleGetItem):
             out = visit(expr.tuple_value)[expr.index]
         elif hasattr(expr, "fields"):
@@ -174,22 +211,36 @@ def lower_function(func: Function, name: str):
     out = visit(func.body)
     if isinstance(out, tuple):
         raise BuildError(f"{name}: a fused function with several outputs has no kernel yet")
-    conv = _anchor_conv(func, env)
-    if conv is not None:
-        return schedule_conv2d_nchw(out, conv), [*placeholders, out]
-    return ops.default_schedule(out), [*placeholders, out]
+    tensors = [*placeholders, out]
+    if impl is not None:
+        return impl.schedule(out), tensors, dict(impl.info)
+    if anchor is not None and anchor.op.name == "nn.conv2d" and \
+            anchor.attrs["data_layout"] != "NCHW":
+        return schedule_conv2d_nchwc(out, env[id(anchor)]), tensors, dict(NO_TEMPLATE)
+    if anchor is not None and anchor.op.name == "nn.conv2d" and anchor.attrs["groups"] == 1 \
+            and anchor.attrs["data_layout"] == "NCHW":
+        return schedule_conv2d_nchw(out, env[id(anchor)]), tensors, dict(NO_TEMPLATE)
+    return ops.default_schedule(out), tensors, dict(NO_TEMPLATE)
 
 
-def _anchor_conv(func: Function, env: dict):
-    """The te tensor of the fused function's conv2d when it is an ordinary NCHW one
-    (groups 1) whose tail is elementwise or broadcast only, else None."""
-    from ..ops.pattern import OpPattern
+def _anchor(func: Function) -> Call | None:
+    """The fused function's one op whose pattern is above BROADCAST (its anchor: a
+    conv2d, a dense, a reduction) when every other op is elementwise or broadcast, else
+    None."""
     calls = [e for e in post_order(func.body) if isinstance(e, Call)]
-    convs = [c for c in calls if c.op.name == "nn.conv2d"]
-    if len(convs) != 1 or convs[0].attrs["groups"] != 1 or \
-            convs[0].attrs["data_layout"] != "NCHW":
+    heavy = [c for c in calls if c.op.pattern > OpPattern.BROADCAST]
+    if len(heavy) != 1 or heavy[0].op.pattern < OpPattern.COMM_REDUCE:
         return None
-    if any(c.op.pattern > OpPattern.BROADCAST for c in calls if c is not convs[0]):
-        return None
-    return env[id(convs[0])]
+    return heavy[0]
 
+
+def _template_kernel(func: Function, anchor: Call | None) -> bool:
+    """Whether a strategy may schedule the kernel of `func` around `anchor`: the anchor
+    reads the function's parameters (so its inputs are placeholders, as a template's
+    are) and the tail after it keeps its shape (the template tiles the output as the
+    anchor's)."""
+    if anchor is None:
+        return False
+    params = {id(p) for p in func.params}
+    return all(id(a) in params for a in anchor.args) and \
+        tuple(func.body.ty.shape) == tuple(anchor.ty.shape)

@@ -2,14 +2,16 @@
 type relation, pattern kind and attribute defaults, and its constructor.
 
 Layouts are NCHW for data and OIHW for conv2d weights; `data_layout="NCHW16c"` (set by
-AlterOpLayout) means the packed layout with 16 channels innermost.
+AlterOpLayout) means the packed layout with 16 channels innermost, and
+`kernel_layout="OIHW16i16o"` the packed weights (O/16, I/16, KH, KW, 16, 16) that go with
+it (the output is NCHW16c as well).
 """
 from __future__ import annotations
 
 from ..ops.pattern import OpPattern
 from .expr import Call, Expr, TupleGetItem
 from .op import GraphTypeError, register_op
-from .relations import axis_of, identity_rel, same_dtype, tensor_args
+from .relations import axis_of, identity_rel, kernel_blocks, same_dtype, tensor_args
 from .tensor_ops import call
 from .ty import TensorType, TupleType
 
@@ -42,12 +44,24 @@ def _window(name, size, kernel, stride, pad_before, pad_after, dilation=1) -> in
 
 
 def _packed_conv2d_rel(data, weight, attrs):
-    """data NCHW[x]c (N, C/x, H, W, x), weight OIHW: out (N, O/x, OH, OW, x)."""
+    """data NCHW[x]c (N, C/x, H, W, x); weight OIHW, or packed: OIHW[x]i[x]o (groups 1)
+    or OIHW1i[x]o (depthwise, groups C): out (N, O/x, OH, OW, x)."""
     n, cb, h, w, block = data.shape
-    o, i, kh, kw = weight.shape
-    if attrs["groups"] != 1 or i != cb * block or o % block:
+    channels, groups = cb * block, attrs["groups"]
+    blocks = kernel_blocks(attrs["kernel_layout"])
+    if blocks is not None:
+        bi, bo = blocks
+        if weight.ndim != 6 or bo != block or weight.shape[4:] != (bi, bo):
+            raise GraphTypeError(f"nn.conv2d: weight {weight.shape} is not "
+                                 f"{attrs['kernel_layout']} for data {data.shape}")
+        ob, ib, kh, kw = weight.shape[:4]
+        o, i = ob * bo, ib * bi
+    else:
+        o, i, kh, kw = weight.shape
+    depthwise = groups == channels and i == 1 and o == channels
+    if not (groups == 1 and i == channels or depthwise) or o % block:
         raise GraphTypeError(f"nn.conv2d: data {data.shape} ({attrs['data_layout']}) and "
-                             f"weight {weight.shape} do not match")
+                             f"weight {weight.shape} do not match for groups={groups}")
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     top, left, bottom, right = attrs["padding"]
     return TensorType((n, o // block, _window("nn.conv2d", h, kh, sh, top, bottom, dh),
@@ -157,7 +171,7 @@ def _pad_rel(types, attrs):
 _WINDOW = {"pool_size": (1, 1), "strides": (1, 1), "padding": (0, 0, 0, 0)}
 register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
             {"strides": (1, 1), "padding": None, "dilation": (1, 1), "groups": 1,
-             "data_layout": "NCHW"}, 2)
+             "data_layout": "NCHW", "kernel_layout": "OIHW"}, 2)
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, {"axis": 1}, 2)
@@ -175,10 +189,10 @@ register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE, {"pad_width": (), "pad_valu
 
 
 def conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), dilation=(1, 1),
-           groups: int = 1, data_layout: str = "NCHW") -> Call:
+           groups: int = 1, data_layout: str = "NCHW", kernel_layout: str = "OIHW") -> Call:
     return call("nn.conv2d", [data, weight], strides=_pair(strides, "strides"),
                 padding=_padding(padding), dilation=_pair(dilation, "dilation"),
-                groups=int(groups), data_layout=data_layout)
+                groups=int(groups), data_layout=data_layout, kernel_layout=kernel_layout)
 
 
 def dense(data: Expr, weight: Expr) -> Call:

@@ -16,6 +16,9 @@ from .op import Op
 
 def _conv2d(args, attrs):
     data, weight = args
+    if weight.ndim == 6:  # OIHW[x]i[x]o: unpack to OIHW
+        ob, ib, kh, kw, bi, bo = weight.shape
+        weight = weight.transpose(0, 5, 1, 4, 2, 3).reshape(ob * bo, ib * bi, kh, kw)
     if attrs["data_layout"] != "NCHW":  # NCHW[x]c: unpack, convolve, pack
         nchw = _layout_transform([data], {"src_layout": attrs["data_layout"],
                                           "dst_layout": "NCHW"})
@@ -79,6 +82,10 @@ def _softmax(args, attrs):
 def _layout_transform(args, attrs):
     x, = args
     src, dst = attrs["src_layout"], attrs["dst_layout"]
+    if src == "OIHW":  # -> OIHW[x]i[y]o: (O/y, I/x, KH, KW, x, y)
+        bi, bo = (int(b) for b in dst[4:-1].split("i"))
+        o, i, kh, kw = x.shape
+        return x.reshape(o // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1)
     if src == "NCHW":
         block = int(dst[4:-1])
         n, c, h, w = x.shape

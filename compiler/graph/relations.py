@@ -2,6 +2,8 @@
 attrs and returns the result type, or raises GraphTypeError naming the op and shapes."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .op import GraphTypeError
@@ -63,3 +65,15 @@ def reduce_rel(name: str):
                  if attrs["keepdims"] or i not in axes]
         return TensorType(shape, t.dtype)
     return rel
+
+
+def kernel_blocks(kernel_layout: str) -> tuple[int, int] | None:
+    """(x, y) of a packed kernel layout OIHW[x]i[y]o, None for OIHW (anything else is an
+    error naming the layout)."""
+    if kernel_layout == "OIHW":
+        return None
+    found = re.fullmatch(r"OIHW(\d+)i(\d+)o", kernel_layout)
+    if found is None:
+        raise GraphTypeError(f"kernel_layout {kernel_layout} is neither OIHW nor "
+                             f"OIHW[x]i[y]o")
+    return int(found[1]), int(found[2])

@@ -10,8 +10,8 @@ import numpy as np
 from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Tuple, Var
 from .op import GraphTypeError, get_op, register_op
-from .relations import (axis_of, broadcast_rel, identity_rel, reduce_rel, same_dtype,
-                        tensor_args)
+from .relations import (axis_of, broadcast_rel, identity_rel, kernel_blocks, reduce_rel,
+                        same_dtype, tensor_args)
 from .ty import TensorType, TupleType
 
 
@@ -142,9 +142,17 @@ def _matmul_rel(name):
 
 
 def _layout_transform_rel(types, attrs):
-    """NCHW <-> NCHW[x]c: the channels split into blocks of x, innermost."""
+    """NCHW <-> NCHW[x]c (the channels split into blocks of x, innermost), and OIHW ->
+    OIHW[x]i[y]o (a conv2d's weights packed for NCHW[x]c data: (O/y, I/x, KH, KW, x, y))."""
     t, = tensor_args("layout_transform", types, 1)
     src, dst = attrs["src_layout"], attrs["dst_layout"]
+    if src == "OIHW" and dst.startswith("OIHW"):
+        blocks = kernel_blocks(dst)
+        o, i, kh, kw = t.shape
+        if blocks is None or i % blocks[0] or o % blocks[1]:
+            raise GraphTypeError(f"layout_transform: weights {t.shape} do not pack as {dst}")
+        bi, bo = blocks
+        return TensorType((o // bo, i // bi, kh, kw, bi, bo), t.dtype)
     if src == "NCHW" and dst.startswith("NCHW") and dst.endswith("c"):
         block = int(dst[4:-1])
         n, c, h, w = t.shape
@@ -156,7 +164,7 @@ def _layout_transform_rel(types, attrs):
         n, co, h, w, block = t.shape
         return TensorType((n, co * block, h, w), t.dtype)
     raise GraphTypeError(f"layout_transform: {src} -> {dst} is not supported (NCHW <-> "
-                         f"NCHW[x]c)")
+                         f"NCHW[x]c, OIHW -> OIHW[x]i[y]o)")
 
 
 register_op("reshape", _reshape_rel, OpPattern.INJECTIVE, {"newshape": ()}, 1)

@@ -1,0 +1,86 @@
+"""AlterOpLayout in the build (opt_level 3): convolutions whose channels split into
+blocks compute in NCHW[x]c with weights packed once, at build time (their
+layout_transform folded into the constants); two packed convolutions meet with no
+transform between them; bias, scale and residual adds follow the packed layout; the
+model still matches ONNX Runtime, on channel counts that pack by 16 and by 8 and ones
+that do not pack (13)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import graph
+from compiler.frontend import from_onnx
+from compiler.graph.reference import evaluate
+from compiler.transform.pass_infra import PassContext
+from test_onnx_frontend import input_and_expected, residual
+
+rng = np.random.default_rng(5)
+
+
+def build3(mod, params=None):
+    with PassContext(opt_level=3):
+        return graph.build(mod, params=params)
+
+
+@pytest.mark.parametrize("c, size, block", [(16, 13, 16), (24, 7, 8)])
+def test_a_residual_block_runs_packed_and_matches_onnx_runtime(c, size, block):
+    m = residual(c, size)
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    lib = build3(mod, params)
+    got, = lib.run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    ops = [s["ops"] for s in lib.plan["steps"]]
+    # x into the packed layout; the two packed convs with their bias, batch norm's
+    # shift (its scale is in the weights), residual add and relu; back to NCHW for the
+    # 13-channel conv, which does not pack; the pool
+    assert ops == [["layout_transform"], ["nn.conv2d", "add", "add", "nn.relu"],
+                   ["nn.conv2d", "add", "nn.relu"], ["layout_transform"],
+                   ["nn.conv2d"], ["nn.max_pool2d"]]
+    packed = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"][:2]
+    assert all(s["shape"] == [1, c // block, size, size, block] for s in packed)
+
+
+def test_the_weights_are_packed_at_build_time_never_at_run_time():
+    x = graph.var("x", shape=(1, 32, 9, 9))
+    w1 = graph.var("w1", shape=(32, 32, 3, 3))
+    w2 = graph.var("w2", shape=(16, 32, 1, 1))
+    bias = graph.var("b", shape=(32,))
+    y = graph.nn.relu(graph.nn.bias_add(graph.nn.conv2d(x, w1, padding=1), bias))
+    y = graph.clip(graph.nn.conv2d(y, w2), 0.0, 6.0)
+    fn = graph.Function([x, w1, w2, bias], y)
+    params = {"w1": rng.standard_normal((32, 32, 3, 3)).astype("float32"),
+              "w2": rng.standard_normal((16, 32, 1, 1)).astype("float32"),
+              "b": rng.standard_normal(32).astype("float32")}
+    lib = build3(graph.IRModule.from_expr(fn), params)
+    ops = [s["ops"] for s in lib.plan["steps"]]
+    assert ops == [["layout_transform"], ["nn.conv2d", "add", "nn.relu"],
+                   ["nn.conv2d", "clip"], ["layout_transform"]]
+    assert sorted(v.shape for v in lib.constants.values()) == sorted(
+        [(1, 2, 1, 1, 16), (2, 2, 3, 3, 16, 16), (1, 2, 1, 1, 16, 16)])
+    data = rng.standard_normal((1, 32, 9, 9)).astype("float32")
+    got, = lib.run(x=data)
+    want = evaluate(fn, data, params["w1"], params["w2"], params["b"])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("c, k, size, kernel, stride, pad, dilation", [
+    (8, 16, 37, 3, 2, 1, 1),
+    (16, 8, 13, 1, 1, 0, 1),
+    (16, 32, 7, 3, 1, 1, 2),
+    (24, 40, 23, 5, 1, 2, 1),
+])
+def test_packed_convolutions_on_odd_shapes_match_numpy(c, k, size, kernel, stride, pad,
+                                                        dilation):
+    x = graph.var("x", shape=(1, c, size, size))
+    w = graph.const(rng.standard_normal((k, c, kernel, kernel)).astype("float32"))
+    y = graph.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dilation)
+    y = graph.add(y, graph.const(rng.standard_normal((k, 1, 1)).astype("float32")))
+    y = graph.multiply(graph.nn.relu(y), graph.const(np.float32(0.5)))
+    fn = graph.Function([x], y)
+    lib = build3(graph.IRModule.from_expr(fn))
+    assert any(len(s["shape"]) == 5 for s in lib.plan["steps"])  # it did pack
+    data = rng.standard_normal((1, c, size, size)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
