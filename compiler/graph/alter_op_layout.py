@@ -8,11 +8,15 @@ case of the reference's worked example).
         return graph.nn.conv2d(*inputs, **new_attrs)
 
 Built in, for nn.conv2d (`alter_conv2d_nchwc`, used unless another is registered): an
-ordinary convolution (groups 1, NCHW) whose input and output channels both split into
-blocks of 16 (else 8) computes in NCHW[x]c with its weights packed OIHW[x]i[x]o, the
-layout in which its kernel (compiler.ops.conv2d_nchwc) runs near the FMA peak; a
-depthwise one (channel multiplier 1) too, its weights OIHW1i[x]o, so a MobileNet block
-stays packed from one pointwise convolution through the depthwise one to the next; the
+ordinary convolution (groups 1, NCHW) computes in NCHW[x]c with its weights packed
+OIHW[x]i[y]o, the layout in which its kernel (compiler.ops.conv2d_nchwc) runs near the
+FMA peak. Its input block x is the block its data is packed in already when that divides
+its channels (so no transform is needed between two packed convolutions), else the
+widest of 16 and 8 that does, else (an RGB image) all its channels as one block; its
+output block y is the widest of 16 and 8 that divides its output channels (out_layout
+says it when it differs from x). A depthwise convolution (channel multiplier 1) keeps
+x for both (weights OIHW1i[x]o), so a MobileNet block stays packed from one pointwise
+convolution through the depthwise one to the next. The
 weights' layout_transform is of constants, so FoldConstant folds it when the model is
 built and no weight is repacked at run time.
 
@@ -23,11 +27,12 @@ between them) and gives a packed result. An elementwise or broadcast op with a p
 operand computes in the packed layout when every other operand can follow: one of the
 same shape is transformed (once, however many ops read it), a per-channel one ((C, 1, 1)
 or (1, C, 1, 1): a bias, a scale) is reshaped and transformed, a scalar stays as it is;
-nn.bias_add becomes an add of the packed bias. Any other op, and the function's result,
-get their packed operands transformed back to NCHW.
+nn.bias_add becomes an add of the packed bias. A pool computes in its data's layout. Any
+other op, and the function's result, get their packed operands transformed back to NCHW.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from ..ops.pattern import OpPattern
@@ -52,8 +57,9 @@ def register_alter_op_layout(op_name: str, fn: Callable | None = None):
     return register if fn is None else register(fn)
 
 
-def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type):
-    """The built-in alteration of nn.conv2d (see the module docstring), or None."""
+def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None = None):
+    """The built-in alteration of nn.conv2d (see the module docstring), or None.
+    `data_block`: the block its data is packed in already, if it is (the pass says it)."""
     data, weight = tinfos
     if attrs["data_layout"] != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW" or \
             len(data.shape) != 4:
@@ -62,16 +68,29 @@ def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type):
     depthwise = attrs["groups"] == channels == out_channels and weight_in == 1
     if attrs["groups"] != 1 and not depthwise:
         return None
-    block = next((b for b in BLOCKS if channels % b == 0 and out_channels % b == 0), None)
-    if block is None:
+    widest = [b for b in BLOCKS if channels % b == 0]
+    if data_block is not None and channels % data_block == 0:
+        block = data_block  # the producer's layout: no transform between them
+    elif widest:
+        block = widest[0]
+    elif not depthwise and channels < min(BLOCKS):
+        block = channels  # an image's few channels: one block of all of them
+    else:
         return None
-    kernel_layout = f"OIHW{1 if depthwise else block}i{block}o"
+    out_block = block if depthwise else \
+        next((b for b in BLOCKS if out_channels % b == 0), None)
+    if out_block is None:
+        return None
+    kernel_layout = f"OIHW{1 if depthwise else block}i{out_block}o"
     packed = tensor_ops.layout_transform(inputs[1], "OIHW", kernel_layout)
     return nn.conv2d(inputs[0], packed, attrs["strides"], attrs["padding"],
-                     attrs["dilation"], attrs["groups"], f"NCHW{block}c", kernel_layout)
+                     attrs["dilation"], attrs["groups"], f"NCHW{block}c", kernel_layout,
+                     f"NCHW{out_block}c" if out_block != block else "")
 
 
 _BUILT_IN = {"nn.conv2d": alter_conv2d_nchwc}
+POOLS = ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")
+"""Ops that compute in whatever layout their data is in (their `layout` attr says it)."""
 
 
 def _packed(layout: str) -> bool:
@@ -147,7 +166,11 @@ class _Alter(ExprMutator):
     def rewrite_call(self, call: Call):
         if not isinstance(call.op, Op):
             return call
-        alter = _ALTER.get(call.op.name, _BUILT_IN.get(call.op.name))
+        alter = _ALTER.get(call.op.name)
+        if alter is None and call.op.name in _BUILT_IN:
+            have = self.layout.get(id(call.args[0]), "NCHW")
+            alter = functools.partial(_BUILT_IN[call.op.name],
+                                      data_block=_block(have) if _packed(have) else None)
         if alter is not None:
             original = [self._convert(a, "NCHW") for a in call.args]
             new = alter(dict(call.attrs), original, [self.nchw_type[id(a)] for a in call.args],
@@ -156,10 +179,15 @@ class _Alter(ExprMutator):
                 layout = new.attrs["data_layout"]
                 data = self._convert(call.args[0], layout)
                 out = Call(new.op, (data, *new.args[1:]), new.attrs)
-                self.layout[id(out)] = layout
+                self.layout[id(out)] = new.attrs.get("out_layout") or layout
                 return out
         packed = {self.layout[id(a)] for a in call.args if _packed(self.layout.get(id(a),
                                                                                     "NCHW"))}
+        if packed and call.op.name in POOLS:  # a window over H and W: any layout will do
+            layout = packed.pop()
+            out = Call(call.op, call.args, {**call.attrs, "layout": layout})
+            self.layout[id(out)] = layout
+            return out
         if packed and call.op.pattern <= OpPattern.BROADCAST and len(packed) == 1:
             out = self._in_layout(call, packed.pop())
             if out is not None:

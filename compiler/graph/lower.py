@@ -26,17 +26,17 @@ from .functor import post_order
 from .strategy import NO_TEMPLATE, select_implementation
 
 
-def _packed_conv2d(data, weight, at, common):
+def _packed_conv2d(data, weight, at, ty, common):
     """NCHW[x]c data: compiler.ops' packed convolutions. Weights the build did not pack
     (an OIHW weight that is a parameter) are packed inside the kernel."""
-    block = ty_shape(data)[4]
     depthwise = at["groups"] != 1
     if len(ty_shape(weight)) == 4:
         o, i, kh, kw = ty_shape(weight)
-        bi = 1 if depthwise else block
+        bi = 1 if depthwise else ty_shape(data)[4]
+        bo = ty.shape[4]
         w = weight
-        weight = te.compute((o // block, i // bi, kh, kw, bi, block),
-                            lambda a, b, y, x, ci, co: w[a * block + co, b * bi + ci, y, x],
+        weight = te.compute((o // bo, i // bi, kh, kw, bi, bo),
+                            lambda a, b, y, x, ci, co: w[a * bo + co, b * bi + ci, y, x],
                             name="packed_weight")
     if depthwise:
         return depthwise_conv2d_nchwc(data, weight, **common)
@@ -48,7 +48,7 @@ def _conv2d(ins, at, ty):
     groups = at["groups"]
     common = dict(stride=at["strides"], padding=at["padding"], dilation=at["dilation"])
     if at["data_layout"] != "NCHW":
-        return _packed_conv2d(data, weight, at, common)
+        return _packed_conv2d(data, weight, at, ty, common)
     if groups == 1:
         return ops.conv2d_nchw(data, weight, **common)
     channels = ty_shape(data)[1]

@@ -4,7 +4,9 @@ type relation, pattern kind and attribute defaults, and its constructor.
 Layouts are NCHW for data and OIHW for conv2d weights; `data_layout="NCHW16c"` (set by
 AlterOpLayout) means the packed layout with 16 channels innermost, and
 `kernel_layout="OIHW16i16o"` the packed weights (O/16, I/16, KH, KW, 16, 16) that go with
-it (the output is NCHW16c as well).
+it (the output is NCHW16c as well, unless `out_layout` names another block: a 3-channel
+image convolves as NCHW3c with OIHW3i16o weights into NCHW16c). Pools take a `layout`
+too, NCHW or NCHW[x]c.
 """
 from __future__ import annotations
 
@@ -44,28 +46,31 @@ def _window(name, size, kernel, stride, pad_before, pad_after, dilation=1) -> in
 
 
 def _packed_conv2d_rel(data, weight, attrs):
-    """data NCHW[x]c (N, C/x, H, W, x); weight OIHW, or packed: OIHW[x]i[x]o (groups 1)
-    or OIHW1i[x]o (depthwise, groups C): out (N, O/x, OH, OW, x)."""
+    """data NCHW[x]c (N, C/x, H, W, x); weight OIHW, or packed: OIHW[x]i[y]o (groups 1)
+    or OIHW1i[x]o (depthwise, groups C): out NCHW[y]c (N, O/y, OH, OW, y), y = x unless
+    out_layout says otherwise."""
     n, cb, h, w, block = data.shape
     channels, groups = cb * block, attrs["groups"]
+    out_layout = attrs["out_layout"] or attrs["data_layout"]
+    out_block = int(out_layout[4:-1])
     blocks = kernel_blocks(attrs["kernel_layout"])
     if blocks is not None:
         bi, bo = blocks
-        if weight.ndim != 6 or bo != block or weight.shape[4:] != (bi, bo):
+        if weight.ndim != 6 or bo != out_block or weight.shape[4:] != (bi, bo):
             raise GraphTypeError(f"nn.conv2d: weight {weight.shape} is not "
                                  f"{attrs['kernel_layout']} for data {data.shape}")
         ob, ib, kh, kw = weight.shape[:4]
         o, i = ob * bo, ib * bi
     else:
         o, i, kh, kw = weight.shape
-    depthwise = groups == channels and i == 1 and o == channels
-    if not (groups == 1 and i == channels or depthwise) or o % block:
+    depthwise = groups == channels and i == 1 and o == channels and out_block == block
+    if not (groups == 1 and i == channels or depthwise) or o % out_block:
         raise GraphTypeError(f"nn.conv2d: data {data.shape} ({attrs['data_layout']}) and "
                              f"weight {weight.shape} do not match for groups={groups}")
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     top, left, bottom, right = attrs["padding"]
-    return TensorType((n, o // block, _window("nn.conv2d", h, kh, sh, top, bottom, dh),
-                       _window("nn.conv2d", w, kw, sw, left, right, dw), block),
+    return TensorType((n, o // out_block, _window("nn.conv2d", h, kh, sh, top, bottom, dh),
+                       _window("nn.conv2d", w, kw, sw, left, right, dw), out_block),
                       same_dtype("nn.conv2d", [data, weight]))
 
 
@@ -131,24 +136,30 @@ def _batch_norm_rel(types, attrs):
     return TupleType((data, vector, vector))
 
 
+def _pool_data(name, data, attrs):
+    """A pool's data: NCHW, or NCHW[x]c (N, C/x, H, W, x) as its `layout` says."""
+    layout = attrs["layout"]
+    packed = layout != "NCHW"
+    if data.ndim != (5 if packed else 4) or packed and f"NCHW{data.shape[-1]}c" != layout:
+        raise GraphTypeError(f"{name}: data {data.shape} is not {layout}")
+    return data
+
+
 def _pool2d_rel(name):
     def rel(types, attrs):
         data, = tensor_args(name, types, 1)
-        if data.ndim != 4:
-            raise GraphTypeError(f"{name}: data {data.shape} must be NCHW")
-        n, c, h, w = data.shape
+        n, c, h, w = _pool_data(name, data, attrs).shape[:4]
         (kh, kw), (sh, sw) = attrs["pool_size"], attrs["strides"]
         top, left, bottom, right = attrs["padding"]
         return TensorType((n, c, _window(name, h, kh, sh, top, bottom),
-                           _window(name, w, kw, sw, left, right)), data.dtype)
+                           _window(name, w, kw, sw, left, right), *data.shape[4:]), data.dtype)
     return rel
 
 
 def _global_pool_rel(types, attrs):
     data, = tensor_args("nn.global_avg_pool2d", types, 1)
-    if data.ndim != 4:
-        raise GraphTypeError(f"nn.global_avg_pool2d: data {data.shape} must be NCHW")
-    return TensorType((*data.shape[:2], 1, 1), data.dtype)
+    _pool_data("nn.global_avg_pool2d", data, attrs)
+    return TensorType((*data.shape[:2], 1, 1, *data.shape[4:]), data.dtype)
 
 
 def _batch_flatten_rel(types, attrs):
@@ -168,10 +179,11 @@ def _pad_rel(types, attrs):
     return TensorType([d + a + b for d, (a, b) in zip(data.shape, width)], data.dtype)
 
 
-_WINDOW = {"pool_size": (1, 1), "strides": (1, 1), "padding": (0, 0, 0, 0)}
+_WINDOW = {"pool_size": (1, 1), "strides": (1, 1), "padding": (0, 0, 0, 0),
+           "layout": "NCHW"}
 register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
             {"strides": (1, 1), "padding": None, "dilation": (1, 1), "groups": 1,
-             "data_layout": "NCHW", "kernel_layout": "OIHW"}, 2)
+             "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": ""}, 2)
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, {"axis": 1}, 2)
@@ -183,16 +195,20 @@ register_op("nn.max_pool2d", _pool2d_rel("nn.max_pool2d"), OpPattern.OUT_ELEMWIS
             _WINDOW, 1)
 register_op("nn.avg_pool2d", _pool2d_rel("nn.avg_pool2d"), OpPattern.OUT_ELEMWISE_FUSABLE,
             {**_WINDOW, "count_include_pad": False}, 1)
-register_op("nn.global_avg_pool2d", _global_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 1)
+register_op("nn.global_avg_pool2d", _global_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
+            {"layout": "NCHW"}, 1)
 register_op("nn.batch_flatten", _batch_flatten_rel, OpPattern.INJECTIVE, {}, 1)
 register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE, {"pad_width": (), "pad_value": 0.0}, 1)
 
 
 def conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), dilation=(1, 1),
-           groups: int = 1, data_layout: str = "NCHW", kernel_layout: str = "OIHW") -> Call:
+           groups: int = 1, data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+           out_layout: str = "") -> Call:
+    """out_layout "" is data_layout's (Relay's convention)."""
     return call("nn.conv2d", [data, weight], strides=_pair(strides, "strides"),
                 padding=_padding(padding), dilation=_pair(dilation, "dilation"),
-                groups=int(groups), data_layout=data_layout, kernel_layout=kernel_layout)
+                groups=int(groups), data_layout=data_layout, kernel_layout=kernel_layout,
+                out_layout=out_layout)
 
 
 def dense(data: Expr, weight: Expr) -> Call:

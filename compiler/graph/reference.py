@@ -23,8 +23,8 @@ def _conv2d(args, attrs):
         nchw = _layout_transform([data], {"src_layout": attrs["data_layout"],
                                           "dst_layout": "NCHW"})
         out = _conv2d([nchw, weight], {**attrs, "data_layout": "NCHW"})
-        return _layout_transform([out], {"src_layout": "NCHW",
-                                         "dst_layout": attrs["data_layout"]})
+        return _layout_transform([out], {"src_layout": "NCHW", "dst_layout":
+                                         attrs.get("out_layout") or attrs["data_layout"]})
     (sh, sw), (dh, dw), groups = attrs["strides"], attrs["dilation"], attrs["groups"]
     top, left, bottom, right = attrs["padding"]
     data = np.pad(data, ((0, 0), (0, 0), (top, bottom), (left, right)))
@@ -46,6 +46,11 @@ def _conv2d(args, attrs):
 
 def _pool2d(args, attrs, kind):
     data, = args
+    layout = attrs.get("layout", "NCHW")
+    if layout != "NCHW":  # NCHW[x]c: unpack, pool, pack
+        nchw = _layout_transform([data], {"src_layout": layout, "dst_layout": "NCHW"})
+        out = _pool2d([nchw], {**attrs, "layout": "NCHW"}, kind)
+        return _layout_transform([out], {"src_layout": "NCHW", "dst_layout": layout})
     (kh, kw), (sh, sw) = attrs["pool_size"], attrs["strides"]
     top, left, bottom, right = attrs["padding"]
     fill = -np.inf if kind == "max" else 0.0

@@ -1,4 +1,5 @@
-"""2-D max and average pooling, NCHW, pattern OUT_ELEMWISE_FUSABLE.
+"""2-D max and average pooling, NCHW or packed NCHW[x]c (N, C/x, H, W, x: the window
+runs over axes 2 and 3 either way), pattern OUT_ELEMWISE_FUSABLE.
 
 `kernel` and `stride` are an int or a (height, width) pair, `stride` defaulting to the
 kernel (windows side by side); `padding` an int, a (height, width) pair or (top, left,
@@ -20,8 +21,11 @@ from .shape import OpError, Window2D, check_tensor, shape_str, static_shape, win
 
 
 def _window(op: str, data, kernel, stride, padding) -> Window2D:
-    check_tensor(op, "data", data, 4)
-    _, _, h, w = static_shape(op, "data", data)
+    check_tensor(op, "data", data)
+    if data.ndim not in (4, 5):
+        raise OpError(f"{op}: data must be NCHW (4 dimensions) or NCHW[x]c (5), got shape "
+                      f"{shape_str(data.shape)}")
+    _, _, h, w = static_shape(op, "data", data)[:4]
     args = (f"data of shape {shape_str(data.shape)}, kernel={kernel!r}, stride={stride!r}, "
             f"padding={padding!r}")
     win = window2d(op, args, (h, w), kernel, kernel if stride is None else stride, padding)
@@ -32,36 +36,45 @@ def _window(op: str, data, kernel, stride, padding) -> Window2D:
     return win
 
 
+def _over_rank(data, f):
+    """A compute function of the output index for `data`'s rank: `f(b, c, y, x, v)` with
+    `v` the packed layout's inner index as a tuple (empty for NCHW)."""
+    if data.ndim == 5:
+        return lambda b, c, y, x, v: f(b, c, y, x, (v,))
+    return lambda b, c, y, x: f(b, c, y, x, ())
+
+
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
 def max_pool2d(data, kernel, stride=None, padding=0):
-    """Maximum over each window of data (N, C, H, W): (N, C, OH, OW)."""
+    """Maximum over each window of data (N, C, H, W): (N, C, OH, OW); packed data
+    (N, C/x, H, W, x) gives (N, C/x, OH, OW, x)."""
     win = _window("max_pool2d", data, kernel, stride, padding)
     # Padding with max's identity (-inf, or the dtype's minimum) never wins a window.
     src = pad_hw(data, win.padding, (2, 3), te.min_value(data.dtype))
     (sh, sw), (kh, kw) = win.stride, win.kernel
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    return te.compute(data.shape[:2] + win.out,
-                      lambda b, c, y, x: te.max(src[b, c, y * sh + ry, x * sw + rx], axis=[ry, rx]),
-                      name="max_pool2d")
+    return te.compute(data.shape[:2] + win.out + data.shape[4:], _over_rank(
+        data, lambda b, c, y, x, v: te.max(src[(b, c, y * sh + ry, x * sw + rx, *v)],
+                                           axis=[ry, rx])), name="max_pool2d")
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
 def avg_pool2d(data, kernel, stride=None, padding=0, count_include_pad: bool = False):
-    """Mean over each window of data (N, C, H, W): (N, C, OH, OW); see the module
-    docstring for what a border window divides by."""
+    """Mean over each window of data (N, C, H, W): (N, C, OH, OW) (packed data as
+    max_pool2d); see the module docstring for what a border window divides by."""
     win = _window("avg_pool2d", data, kernel, stride, padding)
     src = pad_hw(data, win.padding, (2, 3))
     (sh, sw), (kh, kw) = win.stride, win.kernel
     top, left = win.padding[:2]
-    _, _, h, w = data.shape
+    h, w = data.shape[2:4]
     dtype = data.dtype if is_float(data.dtype) else "float32"
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     total = te.compute(
-        data.shape[:2] + win.out,
-        lambda b, c, y, x: te.sum(src[b, c, y * sh + ry, x * sw + rx].astype(dtype),
-                                  axis=[ry, rx]),
+        data.shape[:2] + win.out + data.shape[4:], _over_rank(
+            data, lambda b, c, y, x, v: te.sum(
+                src[(b, c, y * sh + ry, x * sw + rx, *v)].astype(dtype), axis=[ry, rx])),
         name="avg_pool2d.sum", attrs={PATTERN_ATTR: OpPattern.COMM_REDUCE})
     if count_include_pad or not any(win.padding):
         return te.compute(total.shape, lambda *i: total[i] * te.const(1.0 / (kh * kw), dtype),
@@ -73,5 +86,5 @@ def avg_pool2d(data, kernel, stride=None, padding=0, count_include_pad: bool = F
         cols = te.min(x * sw - left + kw, w) - te.max(x * sw - left, 0)
         return (rows * cols).astype(dtype)
 
-    return te.compute(total.shape, lambda b, c, y, x: total[b, c, y, x] / count(y, x),
-                      name="avg_pool2d")
+    return te.compute(total.shape, _over_rank(
+        data, lambda b, c, y, x, v: total[(b, c, y, x, *v)] / count(y, x)), name="avg_pool2d")

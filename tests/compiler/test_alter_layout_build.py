@@ -84,3 +84,49 @@ def test_packed_convolutions_on_odd_shapes_match_numpy(c, k, size, kernel, strid
     data = rng.standard_normal((1, c, size, size)).astype("float32")
     got, = lib.run(x=data)
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+def _const(*shape):
+    return graph.const((rng.standard_normal(shape) * 0.3).astype("float32"))
+
+
+def test_an_image_convolution_and_the_pools_stay_packed():
+    x = graph.var("x", shape=(1, 3, 23, 23))
+    y = graph.nn.relu(graph.nn.bias_add(
+        graph.nn.conv2d(x, _const(16, 3, 7, 7), strides=2, padding=3), _const(16)))
+    y = graph.nn.max_pool2d(y, pool_size=3, strides=2, padding=1)
+    y = graph.nn.relu(graph.nn.conv2d(y, _const(16, 16, 3, 3), padding=1))
+    y = graph.nn.avg_pool2d(y, pool_size=2, strides=1)
+    y = graph.nn.batch_flatten(graph.nn.global_avg_pool2d(y))
+    fn = graph.Function([x], graph.nn.dense(y, _const(10, 16)))
+    lib = build3(graph.IRModule.from_expr(fn))
+    ops = [s["ops"] for s in lib.plan["steps"]]
+    # the image as NCHW3c, a 3-in-16-out block convolution, every pool packed, and one
+    # transform back, before the flatten
+    assert ops[0] == ["layout_transform"] and lib.plan["steps"][0]["shape"][-1] == 3
+    assert ops[1:5] == [["nn.conv2d", "add", "nn.relu"], ["nn.max_pool2d"],
+                        ["nn.conv2d", "nn.relu"], ["nn.avg_pool2d"]]
+    assert all(s["shape"][-1] == 16 for s in lib.plan["steps"][1:6])
+    assert sum(o.count("layout_transform") for o in ops) == 2
+    data = rng.standard_normal((1, 3, 23, 23)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+def test_a_mobilenet_block_of_24_and_144_channels_needs_no_transform_inside():
+    x = graph.var("x", shape=(1, 24, 13, 13))
+    y = graph.clip(graph.nn.conv2d(x, _const(144, 24, 1, 1)), 0.0, 6.0)
+    y = graph.clip(graph.nn.conv2d(y, _const(144, 1, 3, 3), padding=1, groups=144), 0.0, 6.0)
+    y = graph.add(graph.nn.conv2d(y, _const(24, 144, 1, 1)), x)
+    fn = graph.Function([x], y)
+    lib = build3(graph.IRModule.from_expr(fn))
+    steps = lib.plan["steps"]
+    assert [s["ops"] for s in steps] == [
+        ["layout_transform"], ["nn.conv2d", "clip"], ["nn.conv2d", "clip"],
+        ["nn.conv2d", "add"], ["layout_transform"]]
+    # 24 channels in blocks of 8, 144 in blocks of 16: each convolution reads the block
+    # its producer wrote
+    assert [s["shape"][-1] for s in steps[:4]] == [8, 16, 16, 8]
+    data = rng.standard_normal((1, 24, 13, 13)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
