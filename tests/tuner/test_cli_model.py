@@ -65,3 +65,35 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
         done = run(*args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
         assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
+    import records
+    import search_spaces
+    import tuner
+    onnx.save(mobile_block(), tmp_path / "block.onnx")
+    # the block's pointwise convolution: 13 -> 37 channels, 1x1, on the 19x19 output of
+    # the stride-2 depthwise one (13 and 37 channels do not pack, so it stays NCHW)
+    args = (1, 13, 19, 19, 37, 1, 1, 1, 0)
+    task = tuner.Task("conv2d_nchw", args, target="llvm")
+    logged = search_spaces.space("conv2d_nchw", *args).get(5)
+    with records.Database(tmp_path / "tune.db") as db:
+        db.add(task, [tuner.MeasureInput(task, logged)],
+               [tuner.MeasureResult((1e-6, 1e-6), tuner.MeasureErrorNo.NO_ERROR, "", 0.01,
+                                    1.0, "testhost")])
+    compiled = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+                   cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]]
+    assert infos[0]["template"] == "depthwise_conv2d_nchw" and infos[0]["fallback"] is True
+    assert infos[1] == {"template": "conv2d_nchw", "workload": f"conv2d_nchw{args!r}",
+                        "config": "#5", "fallback": False}
+    table = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert "conv2d_nchw: logged config #5" in table.stdout
+    assert "depthwise_conv2d_nchw: fallback config" in table.stdout
+    missing = run("compile", "block.onnx", "-o", "block.so", "--db", "nope.db", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.db: no tuning log there" in missing.stderr
+    ran = run("run", "block.so", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["profile"][1]["config"] == "#5"
