@@ -60,8 +60,7 @@ def _conv2d(ins, at, ty):
                             lambda c, m, y, x: weight[c * mult + m, 0, y, x],
                             name="depthwise_kernel")
         return ops.depthwise_conv2d_nchw(data, kernel, **common)
-    raise BuildError(f"nn.conv2d: groups={groups} with {channels} channels (neither 1 nor "
-                     f"depthwise) has no compute yet")
+    return ops.group_conv2d_nchw(data, weight, groups=groups, **common)
 
 
 def ty_shape(tensor) -> tuple:

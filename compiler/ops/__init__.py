@@ -20,7 +20,7 @@ tail, tail.py what every such kernel's schedule does with its tail (find_anchor,
 inline_tail), gemm.py a hand-tuned GEMM schedule.
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
-from .conv2d import conv2d_nchw, conv2d_nhwc
+from .conv2d import conv2d_nchw, conv2d_nhwc, group_conv2d_nchw
 from .conv2d_schedule import schedule_conv2d_nchw
 from .depthwise_conv2d import depthwise_conv2d_nchw
 from .elemwise import clip, exp, relu, sigmoid, tanh
@@ -39,7 +39,8 @@ __all__ = [
     "relu", "sigmoid", "tanh", "exp", "clip",
     "sum", "max", "min", "mean", "softmax",
     "matmul", "dense", "batch_matmul",
-    "pad", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d",
+    "pad", "conv2d_nchw", "conv2d_nhwc", "group_conv2d_nchw", "depthwise_conv2d_nchw",
+    "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
     "schedule_conv2d_nchw", "find_anchor", "inline_tail",
     "get_const_tuple", "largest_divisor",

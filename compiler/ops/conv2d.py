@@ -14,16 +14,18 @@ from .pattern import OpPattern, register_pattern
 from .shape import OpError, check_tensor, shape_str, static_shape, window2d
 
 
-def conv_input(op: str, data, kernel, stride, padding, dilation, data_axes, kernel_axes):
+def conv_input(op: str, data, kernel, stride, padding, dilation, data_axes, kernel_axes,
+               channels: int | None = None):
     """Check a convolution's arguments and pad its data. `data_axes` are the (channel,
     height, width) axes of data, `kernel_axes` the (input channel, height, width) axes of
-    kernel. Returns the padded data, the Window2D, and both shapes as ints."""
+    kernel; `channels` the input channels the kernel takes (default: all of data's).
+    Returns the padded data, the Window2D, and both shapes as ints."""
     check_tensor(op, "data", data, 4)
     check_tensor(op, "kernel", kernel, 4)
     dshape = static_shape(op, "data", data)
     kshape = static_shape(op, "kernel", kernel)
     (dc, dh, dw), (kc, kh, kw) = data_axes, kernel_axes
-    if kshape[kc] != dshape[dc]:
+    if kshape[kc] != (dshape[dc] if channels is None else channels):
         raise OpError(f"{op}: kernel of shape {shape_str(kernel.shape)} takes {kshape[kc]} "
                       f"input channels but data of shape {shape_str(data.shape)} has "
                       f"{dshape[dc]}")
@@ -48,6 +50,34 @@ def conv2d_nchw(data, kernel, stride=1, padding=0, dilation=1):
         lambda b, o, y, x: te.sum(src[b, rc, y * sh + ry * dh, x * sw + rx * dw]
                                   * kernel[o, rc, ry, rx], axis=[rc, ry, rx]),
         name="conv2d_nchw")
+
+
+@register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
+def group_conv2d_nchw(data, kernel, stride=1, padding=0, dilation=1, groups=1):
+    """Grouped convolution (ResNeXt's) of data (N, C, H, W) with kernel (F, C/groups, KH,
+    KW): output channel o reads the input channels of its group, o // (F/groups)."""
+    op = "group_conv2d_nchw"
+    check_tensor(op, "data", data, 4)
+    check_tensor(op, "kernel", kernel, 4)
+    c, f, per_group = static_shape(op, "data", data)[1], *static_shape(op, "kernel", kernel)[:2]
+    if not isinstance(groups, int) or groups < 1 or c % groups or f % groups or \
+            per_group * groups != c:
+        raise OpError(f"{op}: groups={groups!r} does not split data of shape "
+                      f"{shape_str(data.shape)} and kernel of shape {shape_str(kernel.shape)} "
+                      f"(the kernel needs C/groups input channels)")
+    src, win, (n, _, _, _), (_, _, kh, kw) = conv_input(
+        op, data, kernel, stride, padding, dilation, (1, 2, 3), (1, 2, 3), channels=per_group)
+    (sh, sw), (dh, dw) = win.stride, win.dilation
+    out_per_group = f // groups
+    rc = te.reduce_axis((0, per_group), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, f, *win.out),
+        lambda b, o, y, x: te.sum(
+            src[b, o // out_per_group * per_group + rc, y * sh + ry * dh, x * sw + rx * dw]
+            * kernel[o, rc, ry, rx], axis=[rc, ry, rx]),
+        name="group_conv2d_nchw")
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)

@@ -130,3 +130,17 @@ def test_a_mobilenet_block_of_24_and_144_channels_needs_no_transform_inside():
     data = rng.standard_normal((1, 24, 13, 13)).astype("float32")
     got, = lib.run(x=data)
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("opt_level", [2, 3])
+def test_a_grouped_convolution_builds_and_stays_nchw(opt_level):
+    x = graph.var("x", shape=(1, 12, 13, 13))
+    y = graph.nn.relu(graph.nn.conv2d(x, _const(15, 4, 3, 3), strides=2, padding=1,
+                                      groups=3))
+    fn = graph.Function([x], y)
+    with PassContext(opt_level=opt_level):
+        lib = graph.build(graph.IRModule.from_expr(fn))
+    assert [s["ops"] for s in lib.plan["steps"]] == [["nn.conv2d", "nn.relu"]]
+    data = rng.standard_normal((1, 12, 13, 13)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
