@@ -9,6 +9,10 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.conv2d, NCHW, groups 1           -> conv2d_nchw(N, C, H, W, K, R, S, stride, padding)
     nn.conv2d, depthwise, multiplier 1  -> depthwise_conv2d_nchw(N, C, H, W, R, S, stride,
                                                                   padding)
+    nn.conv2d, NCHW[x]c, groups 1       -> conv2d_nchwc(N, C, H, W, K, R, S, stride,
+                                                         padding, ic_block, oc_block)
+    nn.conv2d, NCHW[x]c, depthwise      -> depthwise_conv2d_nchwc(N, C, H, W, R, S, stride,
+                                                                   padding, block)
     nn.dense, 2-D data                  -> dense(M, N, K)
 
 A convolution qualifies when its strides are equal, its padding the same on all four
@@ -20,11 +24,13 @@ graph's layer.
 from __future__ import annotations
 
 from compiler import ops, te
+from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
 from compiler.graph.expr import Call
 from compiler.graph.strategy import Implementation, register_strategy
 
 from .config_space import ConfigEntity
 from .conv2d import schedule_conv2d
+from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
 from .dispatch import dispatch
 from .matmul import dense_compute, schedule_dense
@@ -62,20 +68,44 @@ def _float32(call: Call) -> bool:
 
 def _window(attrs) -> tuple[int, int] | None:
     """(stride, padding) when the templates' two ints can say the conv's window
-    (NCHW, equal strides, one padding on all sides, no dilation), else None."""
+    (equal strides, one padding on all sides, no dilation), else None."""
     (sh, sw), pads = attrs["strides"], tuple(attrs["padding"])
-    if attrs["data_layout"] != "NCHW" or sh != sw or len(set(pads)) != 1 or \
-            tuple(attrs["dilation"]) != (1, 1):
+    if sh != sw or len(set(pads)) != 1 or tuple(attrs["dilation"]) != (1, 1):
         return None
     return sh, pads[0]
 
 
+def _packed_conv2d(call: Call, window) -> Implementation | None:
+    """A conv2d in NCHW[x]c (after AlterOpLayout) with its weights packed -> the
+    conv2d_nchwc template, or depthwise_conv2d_nchwc (one filter per channel)."""
+    data, weight = (a.ty for a in call.args)
+    if weight.ndim != 6:  # weights not packed at build time: compiler.ops packs them
+        return None
+    N, CB, H, W, bi = data.shape
+    OB, _, R, S, _, bo = weight.shape
+    C = CB * bi
+    if call.attrs["groups"] == 1:
+        return _implementation(
+            "conv2d_nchwc", (N, C, H, W, OB * bo, R, S, *window, bi, bo),
+            lambda cfg, ins: conv2d_nchwc(ins[0], ins[1], *window),
+            schedule_conv2d_nchwc, "conv2d_nchwc")
+    if call.attrs["groups"] == C and bi == bo:
+        return _implementation(
+            "depthwise_conv2d_nchwc", (N, C, H, W, R, S, *window, bi),
+            lambda cfg, ins: depthwise_conv2d_nchwc(ins[0], ins[1], *window),
+            schedule_conv2d_nchwc, "depthwise_conv2d_nchwc")
+    return None
+
+
 def conv2d_strategy(call: Call) -> Implementation | None:
     """nn.conv2d -> the conv2d_nchw template (groups 1) or depthwise_conv2d_nchw (groups
-    equal to the channels, one filter each), when _window can say its window."""
+    equal to the channels, one filter each), or their packed forms (conv2d_nchwc,
+    depthwise_conv2d_nchwc) in NCHW[x]c, when _window can say its window."""
     window = _window(call.attrs)
     if window is None or not _float32(call):
         return None
+    if call.attrs["data_layout"] != "NCHW":
+        return _packed_conv2d(call, window)
     (N, C, H, W), (K, per_group, R, S) = call.args[0].ty.shape, call.args[1].ty.shape
     groups = call.attrs["groups"]
     if groups == 1:

@@ -21,6 +21,12 @@ CASES = [
     ("conv2d_nchw_packed", (2, 6, 13, 7, 8, 3, 3, 2, 1)),
     ("depthwise_conv2d_nchw", (1, 3, 7, 7, 3, 3)),
     ("depthwise_conv2d_nchw", (2, 5, 13, 7, 3, 3, 2, 1)),
+    ("conv2d_nchwc", (1, 16, 13, 13, 16, 3, 3, 1, 1, 16, 16)),
+    ("conv2d_nchwc", (1, 24, 37, 37, 40, 3, 3, 2, 1, 8, 8)),
+    ("conv2d_nchwc", (1, 3, 23, 23, 16, 7, 7, 2, 3, 3, 16)),
+    ("conv2d_nchwc", (1, 8, 7, 7, 16, 5, 5, 1, 2, 8, 16)),
+    ("depthwise_conv2d_nchwc", (1, 16, 13, 13, 3, 3, 1, 1, 16)),
+    ("depthwise_conv2d_nchwc", (1, 24, 37, 37, 3, 3, 2, 1, 8)),
 ]
 
 
