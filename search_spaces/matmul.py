@@ -100,13 +100,35 @@ def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     A = te.placeholder((M, K), name="A", dtype=dtype)
     B = te.placeholder((K, N), name="B", dtype=dtype)
     _define_knobs(cfg, M, N, K)
-    packed, read_b = _right_operand(cfg, K, N, lambda k, j: B[k, j])
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * read_b(k, j), axis=k), name="C")
+    C = matmul_compute(cfg, A, B)
     s = te.create_schedule(C.op)
-    CC = s.cache_write(C, "local")
-    _schedule(cfg, s, C, CC, packed)
+    schedule_matmul(cfg, s, C, C)
     return s, [A, B, C]
+
+
+def matmul_compute(cfg, A, B):
+    """The product stage C[i, j] = sum over k of A[i, k] * B[k, j], reading B through
+    _right_operand; tagged "matmul"."""
+    (M, K), N = ops.get_const_tuple(A.shape), ops.get_const_tuple(B.shape)[1]
+    _, read_b = _right_operand(cfg, K, N, lambda k, j: B[k, j])
+    k = te.reduce_axis((0, K), name="k")
+    return te.compute((M, N), lambda i, j: te.sum(A[i, k] * read_b(k, j), axis=k), name="C",
+                      tag="matmul")
+
+
+def schedule_matmul(cfg, s, product, out) -> None:
+    """Schedule the product stage `product` (from matmul_compute or dense_compute) by
+    `cfg`, in a kernel whose output is `out`: `product` itself, accumulated in a local
+    cache, or the last stage of an elementwise tail over it, whose stages between are
+    inlined, `product` then being the accumulator, so the tail is applied as each
+    register tile is stored."""
+    packed = next((t for t in product.op.input_tensors() if t.op.name == "packedB"), None)
+    if out is product:
+        acc = s.cache_write(out, "local")
+    else:
+        ops.inline_tail(s, out, product)
+        acc = product
+    _schedule(cfg, s, out, acc, packed)
 
 
 def dense_compute(cfg, X, W):
@@ -120,17 +142,8 @@ def dense_compute(cfg, X, W):
 
 
 def schedule_dense(cfg, s, dense, out) -> None:
-    """Schedule the dense stage `dense` (from dense_compute) by `cfg`, in a kernel whose
-    output is `out`: `dense` itself, accumulated in a local cache, or the last stage of an
-    elementwise tail over it, whose stages between are inlined, `dense` then being the
-    accumulator, so the tail is applied as each register tile is stored."""
-    packed = next((t for t in dense.op.input_tensors() if t.op.name == "packedB"), None)
-    if out is dense:
-        acc = s.cache_write(out, "local")
-    else:
-        ops.inline_tail(s, out, dense)
-        acc = dense
-    _schedule(cfg, s, out, acc, packed)
+    """Schedule the dense stage `dense` (from dense_compute): as schedule_matmul."""
+    schedule_matmul(cfg, s, dense, out)
 
 
 def dense_reference(inputs, M, N, K):

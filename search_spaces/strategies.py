@@ -1,6 +1,6 @@
 """The templates as op strategies of the graph build (compiler/graph/strategy.py): a fused
-function whose anchor is nn.conv2d or nn.dense is scheduled by the matching template,
-with the config that the dispatch context gives for its workload.
+function whose anchor is nn.conv2d, nn.dense or matmul is scheduled by the matching
+template, with the config that the dispatch context gives for its workload.
 
 `register` is the package's entry point (pyproject.toml, group "autosched.strategies"):
 the build loads it on its first kernel, so a user who never imports search_spaces still
@@ -14,6 +14,7 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.conv2d, NCHW[x]c, depthwise      -> depthwise_conv2d_nchwc(N, C, H, W, R, S, stride,
                                                                    padding, block)
     nn.dense, 2-D data                  -> dense(M, N, K)
+    matmul, 2-D operands                -> matmul(M, N, K, dtype)
 
 A convolution qualifies when its strides are equal, its padding the same on all four
 sides and its dilation 1 (what the templates' arguments can say), all in float32; any
@@ -33,7 +34,7 @@ from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
 from .dispatch import dispatch
-from .matmul import dense_compute, schedule_dense
+from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
 from .registry import get_template
 
 
@@ -132,7 +133,20 @@ def dense_strategy(call: Call) -> Implementation | None:
                            schedule_dense, "dense")
 
 
+def matmul_strategy(call: Call) -> Implementation | None:
+    """matmul of 2-D operands -> the matmul template."""
+    a, b = (a.ty for a in call.args)
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in ("float32",
+                                                                         "float64"):
+        return None
+    (M, K), N = a.shape, b.shape[1]
+    return _implementation("matmul", (M, N, K, a.dtype),
+                           lambda cfg, ins: matmul_compute(cfg, *ins), schedule_matmul,
+                           "matmul")
+
+
 def register() -> None:
     """Register the strategies above (the "autosched.strategies" entry point)."""
     register_strategy("nn.conv2d", conv2d_strategy)
     register_strategy("nn.dense", dense_strategy)
+    register_strategy("matmul", matmul_strategy)

@@ -209,3 +209,15 @@ def test_a_broken_entry_point_is_an_error_naming_it(tmp_path):
     assert done.returncode != 0
     assert StrategyError.__name__ in done.stderr
     assert "broken = no_such_module_here:register" in done.stderr
+
+
+def test_an_mlp_from_onnx_gets_the_dense_and_matmul_templates():
+    from test_onnx_frontend import input_and_expected, mlp
+    from compiler.frontend import from_onnx
+    m = mlp()
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    lib = graph.build(mod, params=params)
+    assert [(s["ops"][0], s["info"]["template"]) for s in lib.plan["steps"]] == [
+        ("nn.dense", "dense"), ("matmul", "matmul"), ("nn.softmax", None)]
+    np.testing.assert_allclose(lib.run(x=x)[0], want, rtol=1e-4, atol=1e-4)
