@@ -74,15 +74,16 @@ def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
     o.vectorize(v)
     s[acc].compute_at(o, xo)
     an, ac, ay, ax, av = s[acc].op.axis
-    reduction = list(s[acc].op.reduce_axis)
-    if len(reduction) == 4 and not cfg["ic_outer"].val:  # rco, ry, rx, rci
+    reduction = list(s[acc].op.reduce_axis)  # rco, ry, rx, rci; depthwise: ry, rx
+    rx = reduction[-2] if len(reduction) == 4 else reduction[-1]
+    if len(reduction) == 4 and not cfg["ic_outer"].val:
         reduction = [reduction[1], reduction[2], reduction[0], reduction[3]]
     s[acc].reorder(*reduction, an, ac, ay, ax, av)
     s[acc].unroll(ay)
     s[acc].unroll(ax)
     s[acc].vectorize(av)
     if cfg["unroll_kw"].val:
-        s[acc].unroll(reduction[-2] if len(reduction) == 4 else reduction[-1])
+        s[acc].unroll(rx)
 
 
 def _unpack_data(x):
