@@ -7,23 +7,23 @@ convolutions at opt_level 3, with a schedule whose knobs are below.
 - `depthwise_conv2d_nchwc(N, C, H, W, R, S, stride, padding, block)`: data
   (N, C/b, H, W, b), kernel (C/b, 1, R, S, 1, b) -> out (N, C/b, OH, OW, b).
 
-Knobs: the register tile's output columns (`tile_ow`, the inner part unrolled) and rows
-(`tile_oh`, unrolled too), whether the input-channel blocks run outside or inside the
-kernel window (`ic_outer`, ordinary convolution only), whether the window's columns are
-unrolled (`unroll_kw`), whether the parallel loop fuses the row tiles with the batch and
-channel blocks (`fuse_parallel`), and whether the padded input is a stage of its own or
-inlined (`pad_stage`). The vector is always one block of output channels. The fallback
-config is compiler.ops.schedule_conv2d_nchwc's choices (up to 14 columns, one row, the
-channel blocks outside the window, rows in parallel, the padding its own stage), so an
-untuned model runs its packed convolutions as fast as that schedule does.
+Knobs: the register tile's output columns (`tile_ow`, the inner part, at most 32,
+unrolled) and rows (`tile_oh`, at most 4, unrolled too), whether the input-channel blocks
+run outside or inside the kernel window (`ic_outer`, ordinary convolution only), whether
+the window's columns are unrolled (`unroll_kw`), how many outer loops are fused into the
+parallel one (`fuse_parallel`: 3 is batch, channel block and row tile; 2 leaves the row
+tiles serial inside), and whether the padded input is a stage of its own, in parallel over
+batch, channel block and row and vectorized, or inlined (`pad_stage`). The vector is
+always one block of output channels. The fallback config is
+compiler.ops.schedule_conv2d_nchwc's schedule, loop for loop (up to REGISTER_COLUMNS = 14
+columns, one row, the channel blocks outside the window, rows in parallel, the padding a
+stage of its own), so an untuned model runs its packed convolutions as fast as before.
 
 One schedule serves the template and a graph kernel (search_spaces/strategies.py): `out`
 is the convolution itself, or the last stage of an elementwise tail over it, which is
 inlined while the convolution becomes the tile's accumulator.
 """
 from __future__ import annotations
-
-import numpy as np
 
 from compiler import ops, te
 from compiler.ops.conv2d_nchwc import (REGISTER_COLUMNS, conv2d_nchwc as packed_conv,
@@ -35,9 +35,14 @@ from .registry import template
 
 MAX_REGISTER_COLUMNS = 32
 MAX_REGISTER_ROWS = 4
+"""Bounds of the register tile's columns and rows in the space (one accumulator vector
+each; compiler.ops takes up to REGISTER_COLUMNS columns of one row): larger tiles would
+only spill the accumulators out of the 32 AVX-512 registers."""
 
 
 def _define_knobs(cfg, OH: int, OW: int, depthwise: bool) -> None:
+    """The knobs of both templates (see the module docstring); their fallbacks are
+    compiler.ops.schedule_conv2d_nchwc's choices."""
     cfg.define_split("tile_ow", OW, num_outputs=2,
                      filter=lambda e: e.size[-1] <= MAX_REGISTER_COLUMNS,
                      fallback=[-1, ops.largest_divisor(OW, REGISTER_COLUMNS)])
@@ -87,11 +92,13 @@ def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
 
 
 def _unpack_data(x):
+    """(N, C/b, H, W, b) -> (N, C, H, W)."""
     n, cb, h, w, b = x.shape
     return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
 
 
 def _pack_out(out, block):
+    """(N, K, OH, OW) -> (N, K/block, OH, OW, block)."""
     n, k, h, w = out.shape
     return out.reshape(n, k // block, block, h, w).transpose(0, 1, 3, 4, 2).copy()
 
@@ -132,7 +139,7 @@ def depthwise_conv2d_nchwc_reference(inputs, N, C, H, W, R, S, stride, padding, 
     chw = kernel[:, 0, :, :, 0, :].transpose(0, 3, 1, 2).reshape(cb * b, 1, r, s_)
     out = depthwise_conv2d_nchw_reference([_unpack_data(data), chw], N, C, H, W, R, S,
                                           stride, padding)
-    return _pack_out(np.asarray(out), block)
+    return _pack_out(out, block)
 
 
 @template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference)

@@ -90,7 +90,7 @@ def _packed_conv2d(call: Call, window) -> Implementation | None:
             "conv2d_nchwc", (N, C, H, W, OB * bo, R, S, *window, bi, bo),
             lambda cfg, ins: conv2d_nchwc(ins[0], ins[1], *window),
             schedule_conv2d_nchwc, "conv2d_nchwc")
-    if call.attrs["groups"] == C and bi == bo:
+    if call.attrs["groups"] == C == OB * bo and bi == bo:
         return _implementation(
             "depthwise_conv2d_nchwc", (N, C, H, W, R, S, *window, bi),
             lambda cfg, ins: depthwise_conv2d_nchwc(ins[0], ins[1], *window),

@@ -25,6 +25,7 @@ CASES = [
     ("conv2d_nchwc", (1, 24, 37, 37, 40, 3, 3, 2, 1, 8, 8)),
     ("conv2d_nchwc", (1, 3, 23, 23, 16, 7, 7, 2, 3, 3, 16)),
     ("conv2d_nchwc", (1, 8, 7, 7, 16, 5, 5, 1, 2, 8, 16)),
+    ("conv2d_nchwc", (2, 16, 13, 7, 8, 1, 1, 2, 0, 16, 8)),
     ("depthwise_conv2d_nchwc", (1, 16, 13, 13, 3, 3, 1, 1, 16)),
     ("depthwise_conv2d_nchwc", (1, 24, 37, 37, 3, 3, 2, 1, 8)),
 ]
@@ -116,5 +117,6 @@ def test_a_reference_that_is_not_callable_is_a_space_error():
 
 def test_every_registered_operator_template_has_a_reference():
     for name in ("matmul", "dense", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
-                 "conv2d_nchw_packed", "depthwise_conv2d_nchw"):
+                 "conv2d_nchw_packed", "depthwise_conv2d_nchw", "conv2d_nchwc",
+                 "depthwise_conv2d_nchwc"):
         assert callable(search_spaces.get_template(name).reference), name
