@@ -7,10 +7,11 @@ become placeholders, its body one te compute per op. When the function has one a
 op (conv2d, dense: a pattern above BROADCAST) reading the parameters, and after it
 only elementwise and broadcast ops, the strategy registered for the anchor
 (strategy.py: a template, with the config of the current dispatch context) computes the
-anchor and schedules the kernel, its tail inlined. Otherwise compiler.ops schedules it:
-schedule_conv2d_nchwc for a packed (NCHW[x]c, after AlterOpLayout) conv2d with its
-tail, schedule_conv2d_nchw for an NCHW conv2d with an elementwise tail, the default
-schedule for the rest.
+anchor and schedules the kernel, its tail inlined. Otherwise (no strategy registered,
+or attrs no template covers: a dilated window, unequal strides or paddings, weights not
+packed at build time) compiler.ops schedules it: schedule_conv2d_nchwc for a packed
+(NCHW[x]c, after AlterOpLayout) conv2d with its tail, schedule_conv2d_nchw for an NCHW
+conv2d with an elementwise tail, the default schedule for the rest.
 """
 from __future__ import annotations
 
