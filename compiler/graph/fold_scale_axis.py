@@ -46,9 +46,18 @@ def _channel_scale(const: Constant, channels: int, rank: int) -> np.ndarray | No
 
 
 class _Fold(ExprMutator):
+    """`uses` counts the readers of the original nodes; `visit` carries each count over to
+    the node that replaces it, because a convolution whose input was rewritten (a fold
+    upstream) is a new node, and is still read only once."""
+
     def __init__(self, uses: dict):
         super().__init__()
         self.uses = uses
+
+    def visit(self, expr: Expr) -> Expr:
+        out = super().visit(expr)
+        self.uses.setdefault(id(out), self.uses.get(id(expr), 0))
+        return out
 
     def rewrite_call(self, call: Call):
         if not _is(call, "multiply"):

@@ -208,6 +208,33 @@ def test_fold_scale_axis_folds_a_batch_norm_into_the_convolution_weights():
     assert "multiply" in ops_of(fused_functions(kept)[0])
 
 
+def test_fold_scale_axis_folds_every_convolution_of_a_chain_and_still_sees_shared_ones():
+    """A fold rewrites the convolution after it (its input is new): that one is folded
+    too, while one read twice is left alone however far downstream it is."""
+    x = graph.var("x", shape=(1, 4, 6, 6))
+
+    def conv_bn(data):
+        w = graph.const(rng.random((4, 4, 3, 3), "float32") - 0.5)
+        vec = [graph.const(rng.random(4, "float32") + 0.5) for _ in range(4)]
+        return graph.nn.batch_norm(graph.nn.conv2d(data, w, padding=1), *vec)
+
+    y = conv_bn(conv_bn(conv_bn(x)))
+    w = graph.const(rng.random((4, 4, 1, 1), "float32"))
+    shared = graph.nn.conv2d(y, w)
+    body = graph.add(graph.multiply(shared, graph.const(rng.random((4, 1, 1), "float32"))),
+                     shared)
+    mod = IRModule.from_expr(graph.Function([x], body))
+    seq = Sequential([graph.transform.SimplifyInference(), graph.transform.FoldConstant(),
+                      graph.transform.FoldScaleAxis(), graph.transform.FoldConstant(),
+                      graph.transform.FuseOps()])
+    with PassContext(opt_level=3):
+        folded = seq(mod)
+    kernels = [ops_of(f) for f in fused_functions(folded)]
+    assert kernels[:3] == [["nn.conv2d", "add"]] * 3  # all three batch norms' scales folded
+    assert "multiply" in kernels[3]  # the shared convolution keeps its multiply
+    same_numbers(mod, folded, rng.random((1, 4, 6, 6), "float32"))
+
+
 def test_fold_scale_axis_leaves_a_shared_convolution_or_a_spatial_scale_alone():
     x = graph.var("x", shape=(1, 3, 4, 4))
     w = graph.const(rng.random((2, 3, 1, 1), "float32"))
