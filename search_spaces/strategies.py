@@ -60,7 +60,8 @@ def _implementation(name: str, args: tuple, compute, schedule_anchor, tag: str):
         s = te.create_schedule(out.op)
         schedule_anchor(cfg, s, ops.find_anchor(out, tag), out)
         return s
-    return Implementation(name, lambda inputs: compute(cfg, inputs), schedule, info)
+    return Implementation(name, lambda inputs: compute(cfg, inputs), schedule, info,
+                          (name, args))
 
 
 def _float32(call: Call) -> bool:

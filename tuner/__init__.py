@@ -9,6 +9,7 @@ every candidate checked against numpy), the tuners and their XGBoost cost model
 """
 from records import MeasureErrorNo
 
+from .extract import extract_tasks
 from .ga_tuner import GATuner
 from .grid_search_tuner import GridSearchTuner
 from .measure import MeasureInput, MeasureResult
@@ -19,7 +20,7 @@ from .task_scheduler import StopTuning, TaskScheduler
 from .tune import TuneResult, tune
 from .tuner_base import Tuner
 
-__all__ = ["Task", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
+__all__ = ["Task", "extract_tasks", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
            "tune", "TuneResult", "TaskScheduler", "StopTuning", "Tuner", "RandomTuner",
            "GridSearchTuner", "GATuner", "XGBTuner"]
 

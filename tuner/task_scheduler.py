@@ -31,7 +31,14 @@ The order: after the fallbacks, every task gets one batch; after that each batch
 the task whose best cost fell the most, relative to itself, per trial over its last two
 batches, except that every ROUND_ROBIN_EVERY-th batch goes to the next task in turn, so
 that no task starves: each gets at least one batch in ROUND_ROBIN_EVERY times the number
-of tasks. A task leaves the rotation when early stopping says it stopped improving or its
+of tasks. With `weights` (a model's tasks: how many kernels of the model each one
+schedules, tuner/extract.py) the loop minimises the model's estimated latency, the sum
+over tasks of weight x best cost (Ansor's objective): the batch goes to the task whose
+expected fall of that sum per trial is the largest, weight x best cost x its relative
+fall per trial over its last two batches, ties (no task improving lately) to the task
+that holds the largest part of the sum; the round-robin turns and early stopping stay.
+
+A task leaves the rotation when early stopping says it stopped improving or its
 space is exhausted; the run ends when the trials are spent, when the next batch would
 likely end past the time budget, when no task is left, or when a stop is asked for:
 `stop()` (from a signal handler: the command line does so on Ctrl-C) or a callback that
@@ -150,17 +157,27 @@ class TaskScheduler:
     reconfirm: confirm every task at the end, even one whose log's confirmation is
         current (default False). With trials=0 a run only resumes, measures missing
         fallbacks and confirms: what `autosched log confirm` does.
+    weights: one positive number per task, how many times the model runs it (default
+        None: the tasks are independent operators; see the module docstring).
     """
 
     def __init__(self, tasks, trials: int, measurer, db=None, tuner="xgb",
                  early_stopping: int | None = None, seed: int | None = None,
                  batch_size: int = 16, time_budget: float | None = None, on_batch=None,
-                 callbacks=(), reconfirm: bool = False):
+                 callbacks=(), reconfirm: bool = False, weights=None):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
         if len(set(tasks)) != len(tasks):
             raise ValueError("TaskScheduler: a task is given twice")
+        if weights is not None:
+            weights = list(weights)
+            if len(weights) != len(tasks) or not all(
+                    isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
+                    for w in weights):
+                raise ValueError(f"TaskScheduler: weights must be {len(tasks)} positive "
+                                 f"numbers, one per task, got {weights!r}")
+        self.weights = weights
         for name, value, least in (("trials", trials, 0), ("batch_size", batch_size, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"TaskScheduler: {name} must be an integer >= {least}, "
@@ -211,6 +228,22 @@ class TaskScheduler:
         if self.time_budget is not None:
             left = min(left, max(0.0, self.time_budget - self.elapsed()))
         return left
+
+    def estimated_latency(self, untuned: bool = False) -> float | None:
+        """The model's estimated seconds in its tasks' kernels: the sum over tasks of
+        weight x best cost (each on its task's scale; a task without a best counts at
+        its fallback cost), or with `untuned` x fallback cost. None without weights, or
+        while a task has neither."""
+        if self.weights is None or len(self.states) != len(self.weights):
+            return None
+        total = 0.0
+        for weight, state in zip(self.weights, self.states):
+            cost = state.fallback_cost if untuned or not math.isfinite(state.best_cost) \
+                else min(state.best_cost, state.fallback_cost or math.inf)
+            if cost is None:
+                return None
+            total += weight * cost
+        return total
 
     def stop(self, reason: str = "stop requested") -> None:
         """Ask run() to end after the batch in flight (safe to call from a signal handler)."""
@@ -318,7 +351,15 @@ class TaskScheduler:
                 self._turn = turn + 1
             return self.states[turn % n]
         window = 2 * self.batch_size
-        return max(active, key=lambda s: (s.improvement_rate(window), -s.done))
+        if self.weights is None:
+            return max(active, key=lambda s: (s.improvement_rate(window), -s.done))
+        weight = {id(s): w for s, w in zip(self.states, self.weights)}
+
+        def share(s: TaskState) -> float:  # its part of the estimated latency
+            cost = s.best_cost if math.isfinite(s.best_cost) else s.fallback_cost
+            return weight[id(s)] * (cost if cost is not None else 0.0)
+        return max(active, key=lambda s: (share(s) * s.improvement_rate(window), share(s),
+                                          -s.done))
 
     def _batch(self, state: TaskState) -> None:
         """Measure, learn from and log one batch of `state`'s task; update its state."""

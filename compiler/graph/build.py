@@ -40,14 +40,19 @@ from .transform import (AlterOpLayout, DeadCodeElimination, FoldConstant, FoldSc
 
 def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExecutor:
     """The GraphExecutor of `mod`'s "main" (see the module docstring)."""
+    return GraphModule(optimize(mod, params), target)
+
+
+def optimize(mod: IRModule, params: dict | None = None) -> Function:
+    """`mod`'s "main" with `params` bound, after the build's passes under the current
+    PassContext (see the module docstring): the typed function of fused calls that the
+    build turns into kernels, and that task extraction reads."""
     main = mod["main"]
     if params:
         main = bind_params(main, params)
-    fused = Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
-                        FoldConstant(), AlterOpLayout(), FoldConstant(),
-                        DeadCodeElimination(), FuseOps()])(
-        IRModule.from_expr(main))["main"]
-    return GraphModule(fused, target)
+    return Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
+                       FoldConstant(), AlterOpLayout(), FoldConstant(),
+                       DeadCodeElimination(), FuseOps()])(IRModule.from_expr(main))["main"]
 
 
 def GraphModule(func: Function, target) -> GraphExecutor:

@@ -174,7 +174,7 @@ def lower_function(func: Function, name: str):
                     for p in func.params]
     env = {id(p): t for p, t in zip(func.params, placeholders)}
     anchor = _anchor(func)
-    impl = select_implementation(anchor) if _template_kernel(func, anchor) else None
+    impl = implementation_of(func, anchor)
 
     def visit(expr: Expr):
         if id(expr) in env:
@@ -221,6 +221,14 @@ def lower_function(func: Function, name: str):
             and anchor.attrs["data_layout"] == "NCHW":
         return schedule_conv2d_nchw(out, env[id(anchor)]), tensors, dict(NO_TEMPLATE)
     return ops.default_schedule(out), tensors, dict(NO_TEMPLATE)
+
+
+def implementation_of(func: Function, anchor: Call | None = None):
+    """The strategy's Implementation that schedules the kernel of the fused function
+    `func` (its anchor's, strategy.select_implementation), or None when compiler.ops'
+    schedules do; nothing is lowered. `anchor`: _anchor(func) when known already."""
+    anchor = anchor or _anchor(func)
+    return select_implementation(anchor) if _template_kernel(func, anchor) else None
 
 
 def _anchor(func: Function) -> Call | None:

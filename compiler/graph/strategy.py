@@ -56,11 +56,14 @@ class Implementation:
     info: what was chosen, as plain JSON (it goes into the executor's plan and its
         profile): {"template": name, "workload": the workload as text, "config": the
         config in short, "fallback": True when the config is the template's fallback}.
+    workload: (template name, bound arguments): the workload the dispatch context was
+        asked about, which is what whole-model tuning makes a task of.
     """
     name: str
     compute: Callable[[list[Tensor]], Tensor]
     schedule: Callable[[Tensor], Schedule]
     info: dict = field(default_factory=dict)
+    workload: tuple | None = None
 
 
 @dataclass(frozen=True)

@@ -141,3 +141,29 @@ def test_bad_arguments_are_value_errors(tmp_path):
                     **kwargs}
             with pytest.raises(ValueError, match=words):
                 TaskScheduler(**args)
+
+
+def test_weights_steer_the_batches_to_the_task_that_lowers_the_model_latency_most(tmp_path):
+    """Two tasks improving alike: the one the model runs 10 times gets most batches; a
+    heavier task that stopped improving gets only its round-robin turns."""
+    light = Task("matmul", (48, 48, 48))
+    measurer = FakeMeasurer(flat_for(FLAT))
+    scheduler, states, _, _ = run(tmp_path, [FLAT, IMPROVING, light], 200, measurer,
+                                  weights=[100, 10, 1])
+    done = {s.task: s.done for s in states}
+    assert done[IMPROVING] > 2 * done[light], done
+    assert done[FLAT] < done[IMPROVING], done
+    untuned = scheduler.estimated_latency(untuned=True)
+    fallback = {s.task: s.fallback_cost for s in states}
+    assert untuned == pytest.approx(100 * fallback[FLAT] + 10 * fallback[IMPROVING]
+                                    + fallback[light])
+    best = {s.task: s.best_cost for s in states}
+    assert scheduler.estimated_latency() == pytest.approx(
+        100 * best[FLAT] + 10 * best[IMPROVING] + best[light])
+    assert scheduler.estimated_latency() < untuned
+
+
+def test_bad_weights_are_value_errors():
+    for weights in ([1], [1, 0], [1, -2.0], [1, "2"], [True, 1]):
+        with pytest.raises(ValueError, match="weights must be 2 positive numbers"):
+            TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(), weights=weights)

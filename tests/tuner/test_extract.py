@@ -1,0 +1,80 @@
+"""tuner.extract_tasks (tuner/extract.py): the tasks of whole ONNX models and their
+weights, taken from the build's own passes without lowering a kernel."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnx")
+sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
+from resnet_onnx import resnet18  # noqa: E402
+from test_onnx_frontend import mlp, mobile_block  # noqa: E402
+
+from compiler import graph  # noqa: E402
+from compiler.frontend import from_onnx  # noqa: E402
+from compiler.transform.pass_infra import PassContext  # noqa: E402
+from tuner import Task, extract_tasks  # noqa: E402
+
+# ResNet-18's layers on a 64x64 image: (C, H, K, R, stride, padding) and how many of its
+# kernels each one is (a 64->64 3x3 layer is 4 kernels, two of them with a residual add)
+RESNET18_LAYERS = [((3, 64, 64, 7, 2, 3), 1), ((64, 16, 64, 3, 1, 1), 4),
+                   ((64, 16, 128, 3, 2, 1), 1), ((64, 16, 128, 1, 2, 0), 1),
+                   ((128, 8, 128, 3, 1, 1), 3), ((128, 8, 256, 3, 2, 1), 1),
+                   ((128, 8, 256, 1, 2, 0), 1), ((256, 4, 256, 3, 1, 1), 3),
+                   ((256, 4, 512, 3, 2, 1), 1), ((256, 4, 512, 1, 2, 0), 1),
+                   ((512, 2, 512, 3, 1, 1), 3)]
+
+
+def resnet_tasks(packed: bool) -> list[tuple[Task, int]]:
+    out = []
+    for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
+        args = (1, C, H, H, K, R, R, stride, pad)
+        out.append((Task("conv2d_nchwc", (*args, 3 if C == 3 else 16, 16)) if packed
+                    else Task("conv2d_nchw", args), n))
+    return [*out, (Task("dense", (1, 1000, 512)), 1)]
+
+
+@pytest.mark.parametrize("opt_level", [2, 3])
+def test_resnet18s_tasks_are_its_distinct_layers_weighted_by_their_kernels(opt_level):
+    mod, params = from_onnx(resnet18(size=64))
+    with PassContext(opt_level=opt_level):
+        tasks, weights = extract_tasks(mod, params)
+    assert list(zip(tasks, weights)) == resnet_tasks(packed=opt_level == 3)
+    assert sum(weights) == 21  # 20 convolutions and the classifier
+
+
+def test_small_models_give_their_depthwise_pointwise_dense_and_matmul_tasks():
+    mod, params = from_onnx(mobile_block())  # 13 channels: no block of 8 or 16, NCHW
+    with PassContext(opt_level=3):
+        tasks, weights = extract_tasks(mod, params)
+    assert tasks == [Task("depthwise_conv2d_nchw", (1, 13, 37, 37, 3, 3, 2, 1)),
+                     Task("conv2d_nchw", (1, 13, 19, 19, 37, 1, 1, 1, 0))]
+    assert weights == [1, 1]
+    tasks, weights = extract_tasks(*from_onnx(mlp()))
+    assert tasks == [Task("dense", (5, 37, 13)), Task("matmul", (5, 7, 37, "float32"))]
+    assert weights == [1, 1]
+
+
+def test_extraction_lowers_no_kernel(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("extraction lowered a kernel")
+    monkeypatch.setattr(sys.modules["compiler.graph.build"], "lower_function", refuse)
+    mod, params = from_onnx(resnet18(size=64))
+    tasks, _ = extract_tasks(mod, params)
+    assert len(tasks) == 12
+    with pytest.raises(AssertionError, match="lowered"):
+        graph.build(mod, params=params)  # the build does lower (so the patch is in place)
+
+
+def test_a_task_of_a_kernel_with_a_tail_is_the_bare_anchors_workload():
+    """One record serves every kernel of a workload whatever its tail: the task of a
+    conv2d + relu kernel and of a bare conv2d of the same shapes is the same."""
+    import numpy as np
+    x = graph.var("x", shape=(1, 16, 9, 9))
+    w = graph.const(np.ones((16, 16, 3, 3), "float32"))
+    y = graph.nn.conv2d(x, w, padding=(1, 1))
+    z = graph.nn.relu(graph.nn.conv2d(graph.nn.relu(y), w, padding=(1, 1)))
+    tasks, weights = extract_tasks(graph.IRModule.from_expr(graph.Function([x], z)))
+    assert tasks == [Task("conv2d_nchw", (1, 16, 9, 9, 16, 3, 3, 1, 1))] and weights == [2]

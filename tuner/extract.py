@@ -1,0 +1,42 @@
+"""Task extraction (AutoTVM's `extract_from_program`): the tunable workloads of a whole
+model, and how many of its kernels each one schedules.
+
+    mod, params = compiler.frontend.from_onnx("model.onnx")
+    with PassContext(opt_level=3):
+        tasks, weights = extract_tasks(mod, params)
+
+The model goes through the build's own passes (compiler.graph.optimize, under the current
+PassContext: the same fusion and the same layouts the build will make), and every fused
+function's anchor is put to the op strategies (compiler.graph.implementation_of) exactly
+as the build does, without lowering anything. A strategy's answer names its workload
+(template, bound arguments): that is the task, so one record serves every kernel whose
+anchor has that workload, whatever elementwise tail the kernel fused. A task's weight is
+the number of kernel calls of the model it schedules (a workload used by 4 layers
+weighs 4): the task scheduler minimises the sum of weight x latency.
+"""
+from __future__ import annotations
+
+from compiler import graph
+from compiler.graph.functor import post_order
+
+from .task import Task
+
+
+def extract_tasks(mod, params: dict | None = None, target="llvm") -> tuple[list, list]:
+    """`(tasks, weights)`: one Task per distinct tunable workload of `mod`'s fused
+    "main", in the order the model first runs them, and the number of kernel calls each
+    one schedules (see the module docstring). Kernels no template schedules (pools,
+    reshapes, ...) are no task."""
+    fused = graph.optimize(mod, params)
+    counts: dict[tuple, int] = {}
+    implementations: dict[int, object] = {}  # id(fused function) -> its implementation
+    for expr in post_order(fused.body):
+        if not (isinstance(expr, graph.Call) and isinstance(expr.op, graph.Function)):
+            continue
+        if id(expr.op) not in implementations:
+            implementations[id(expr.op)] = graph.implementation_of(expr.op)
+        impl = implementations[id(expr.op)]
+        if impl is not None and impl.workload is not None:
+            counts[impl.workload] = counts.get(impl.workload, 0) + 1
+    tasks = [Task(name, args, target) for name, args in counts]
+    return tasks, list(counts.values())
