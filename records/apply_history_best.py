@@ -54,6 +54,7 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         self.path = self.database.path
         self.target = Target(target)
         self._best: dict[tuple, search_spaces.ConfigEntity | None] = {}
+        self._records: dict[tuple, object] = {}   # workload -> the Record applied
         self._depth = 0
 
     def query(self, workload) -> search_spaces.ConfigEntity | None:
@@ -64,6 +65,8 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         if workload not in self._best:
             record = self.database.best_for_target(workload, self.target)
             config = None if record is None else record.config
+            if config is not None:
+                self._records[workload] = record
             if config is None:
                 name, args = workload
                 warnings.warn(FallbackWarning(
@@ -73,6 +76,17 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
                     f"an outer dispatch context gives one"), stacklevel=4)
             self._best[workload] = config
         return self._best[workload]
+
+    def describe(self, workload) -> dict | None:
+        """The record that `query` applies to `workload`: {"record": its id,
+        "record_seconds": its time (the confirmed one when confirmed), "record_gflops":
+        at that time, "confirmed": whether a confirmation ranked it}; None when it
+        applies none."""
+        record = self._records.get(getattr(workload, "workload", workload))
+        if record is None:
+            return None
+        return {"record": record.id, "record_seconds": record.cost,
+                "record_gflops": record.best_gflops, "confirmed": record.confirmed}
 
     def __enter__(self) -> ApplyHistoryBest:
         if self._owns and self.database is None:  # entered again after being left

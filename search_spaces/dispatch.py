@@ -34,6 +34,11 @@ class DispatchContext:
         the choice to the outer contexts and finally to the fallback."""
         raise NotImplementedError
 
+    def describe(self, workload: tuple) -> dict | None:
+        """What this context knows of the config it gives `workload`, as plain JSON for
+        a build's report (ApplyHistoryBest: the record, its time and GFLOPS), or None."""
+        return None
+
     def __enter__(self) -> DispatchContext:
         _stack().append(self)
         return self
@@ -80,11 +85,17 @@ _DEFAULT = FallbackContext()
 
 def dispatch(workload: tuple) -> ConfigEntity:
     """The config that the contexts of this thread choose for `workload`."""
+    return dispatch_from(workload)[0]
+
+
+def dispatch_from(workload: tuple) -> tuple[ConfigEntity, DispatchContext]:
+    """`(config, context)`: the config the contexts of this thread choose for `workload`
+    and the context that chose it (its `describe` says more of it)."""
     for ctx in reversed(_stack()):
         config = ctx.query(workload)
         if config is not None:
-            return config
-    return _DEFAULT.query(workload)
+            return config, ctx
+    return _DEFAULT.query(workload), _DEFAULT
 
 
 def instantiate(name: str, *args, config: ConfigEntity | None = None):

@@ -33,7 +33,7 @@ from .config_space import ConfigEntity
 from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
-from .dispatch import dispatch
+from .dispatch import dispatch_from
 from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
 from .registry import get_template
 
@@ -41,13 +41,14 @@ from .registry import get_template
 def _configured(name: str, args: tuple) -> tuple[tuple, ConfigEntity, dict]:
     """The bound workload arguments of template `name`, the config the dispatch contexts
     choose for them (checked to be a point of the template's space, as instantiate
-    does), and the `info` the build and its profile show."""
+    does), and the `info` the build and its profile show (with what the choosing context
+    says of it: ApplyHistoryBest's record, its time and GFLOPS)."""
     tmpl = get_template(name)
     args = tmpl.bind(args)
-    cfg = dispatch((name, args))
+    cfg, ctx = dispatch_from((name, args))
     tmpl.space(args).check(cfg)
     info = {"template": name, "workload": f"{name}{args!r}", "config": f"#{cfg.index}",
-            "fallback": bool(cfg.is_fallback)}
+            "fallback": bool(cfg.is_fallback), **(ctx.describe((name, args)) or {})}
     return args, cfg, info
 
 

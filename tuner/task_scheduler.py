@@ -231,18 +231,17 @@ class TaskScheduler:
 
     def estimated_latency(self, untuned: bool = False) -> float | None:
         """The model's estimated seconds in its tasks' kernels: the sum over tasks of
-        weight x best cost (each on its task's scale; a task without a best counts at
-        its fallback cost), or with `untuned` x fallback cost. None without weights, or
-        while a task has neither."""
+        weight x best cost, or with `untuned` x fallback cost, each task in its fallback's
+        seconds (the best as fallback / speedup: once confirmed, the speedup measured
+        side by side). None without weights, or while a task's fallback has no time."""
         if self.weights is None or len(self.states) != len(self.weights):
             return None
         total = 0.0
         for weight, state in zip(self.weights, self.states):
-            cost = state.fallback_cost if untuned or not math.isfinite(state.best_cost) \
-                else min(state.best_cost, state.fallback_cost or math.inf)
-            if cost is None:
+            if state.fallback_cost is None:
                 return None
-            total += weight * cost
+            speedup = None if untuned else state.speedup
+            total += weight * state.fallback_cost / max(1.0, speedup or 1.0)
         return total
 
     def stop(self, reason: str = "stop requested") -> None:

@@ -16,7 +16,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
-from test_onnx_frontend import mobile_block  # noqa: E402
+from test_onnx_frontend import mobile_block, pads_and_concat  # noqa: E402
 
 AUTOSCHED = Path(sys.executable).parent / "autosched"
 pytestmark = pytest.mark.slow
@@ -56,7 +56,13 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
     m = mobile_block()
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     onnx.save(m, tmp_path / "dynamic.onnx")
+    onnx.save(pads_and_concat(), tmp_path / "no_anchor.onnx")
     for args, words in [
+        (("tune", "dynamic.onnx", "--db", "t.db"), "input x has a dynamic dimension"),
+        (("tune", "no_anchor.onnx", "--db", "t.db"), "there is nothing to tune"),
+        (("tune", "matmul", 16, 16, 16, "--shape", "x:1,2", "--db", "t.db"),
+         "--shape is for a model"),
+        (("bench", "dynamic.onnx", "3"), "a model takes no arguments"),
         (("compile", "dynamic.onnx", "-o", "d.so"), "input x has a dynamic dimension"),
         (("compile", "missing.onnx", "-o", "d.so"), "missing.onnx: no such file"),
         (("compile", "dynamic.onnx", "-o", "d.so", "--shape", "x=1,2"), "NAME:D1,D2"),
@@ -65,6 +71,7 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
         done = run(*args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
         assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "t.db").exists()  # bad input creates no log
 
 
 def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
@@ -86,14 +93,64 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
     assert compiled.returncode == 0, compiled.stderr
     infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]]
     assert infos[0]["template"] == "depthwise_conv2d_nchw" and infos[0]["fallback"] is True
+    record = infos[1].pop("record")
     assert infos[1] == {"template": "conv2d_nchw", "workload": f"conv2d_nchw{args!r}",
-                        "config": "#5", "fallback": False}
+                        "config": "#5", "fallback": False, "record_seconds": 1e-6,
+                        "record_gflops": pytest.approx(task.flop / 1e-6 / 1e9),
+                        "confirmed": False}
+    assert isinstance(record, int)
     table = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
-    assert "conv2d_nchw: logged config #5" in table.stdout
+    assert "conv2d_nchw: logged config #5 (record" in table.stdout  # N, its GFLOPS)
+    assert f"{record}, {task.flop / 1e-6 / 1e9:.1f} GFLOPS)" in table.stdout
     assert "depthwise_conv2d_nchw: fallback config" in table.stdout
     missing = run("compile", "block.onnx", "-o", "block.so", "--db", "nope.db", cwd=tmp_path)
     assert missing.returncode == 2 and "nope.db: no tuning log there" in missing.stderr
     ran = run("run", "block.so", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["profile"][1]["config"] == "#5"
+
+
+def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(tmp_path):
+    """The product's promise on a small model: `tune MODEL.onnx` extracts its tasks (the
+    block's depthwise and pointwise convolutions, weight 1 each), tunes them with the
+    model's estimated latency in its progress lines, resumes without measuring a config
+    twice; `compile --db` applies both tasks' records; `bench MODEL --db` times untuned,
+    tuned and ONNX Runtime with every output matching."""
+    import records
+    import tuner
+    onnx.save(mobile_block(), tmp_path / "block.onnx")
+    tuned = run("tune", "block.onnx", "--trials", 16, "--batch-size", 8, "--db", "tune.db",
+                "--seed", 0, cwd=tmp_path)
+    assert tuned.returncode == 0, tuned.stderr
+    out = tuned.stdout
+    assert "block.onnx: 2 tasks for 2 kernel calls" in out
+    assert "depthwise_conv2d_nchw(1, 13, 37, 37, 3, 3, 2, 1)" in out
+    assert "model est." in out and "x untuned)" in out
+    assert "autosched compile block.onnx -o block.so --db tune.db" in out
+    again = run("tune", "block.onnx", "--trials", 8, "--batch-size", 8, "--db", "tune.db",
+                cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    tasks = [tuner.Task("depthwise_conv2d_nchw", (1, 13, 37, 37, 3, 3, 2, 1)),
+             tuner.Task("conv2d_nchw", (1, 13, 19, 19, 37, 1, 1, 1, 0))]
+    with records.Database(tmp_path / "tune.db") as db:
+        trials = [[r.config_index for r in db.records(t) if r.role != "control"]
+                  for t in tasks]
+        assert all(len(t) == len(set(t)) for t in trials)  # nothing measured twice
+        assert sum(map(len, trials)) == 16 + 8 + 2  # the trials and the two fallbacks
+        assert all(db.confirmation(t) is not None for t in tasks)
+    compiled = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+                   cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]][:2]
+    assert [i["template"] for i in infos] == ["depthwise_conv2d_nchw", "conv2d_nchw"]
+    assert all(i["record"] is not None and i["confirmed"] and i["record_gflops"] > 0
+               for i in infos)
+    bench = run("bench", "block.onnx", "--db", "tune.db", "--repeat", 3, "--json",
+                cwd=tmp_path)
+    assert bench.returncode == 0, bench.stderr
+    rows = json.loads(bench.stdout)["rows"]
+    assert [r["name"].split(" (")[0] for r in rows] == [
+        "autosched untuned", "autosched tuned", "ONNX Runtime"]
+    assert "2 of 4 kernels from the log" in rows[1]["name"]
+    assert all(r["correct"] and r["seconds"] > 0 for r in rows)

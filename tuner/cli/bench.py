@@ -1,9 +1,8 @@
 """`autosched bench`: time the untuned fallback config and the best config of a task
 (the confirmed best, when the log has one) next to numpy and PyTorch, and check every
-output."""
+output; for MODEL.onnx, the model untuned and tuned next to ONNX Runtime (bench_model.py)."""
 from __future__ import annotations
 
-import statistics
 import time
 
 import click
@@ -12,10 +11,11 @@ import numpy as np
 import compiler
 
 from ..verify import expected_outputs, mismatch, random_inputs, unwritten
-
-from .common import (db_option, describe_error, format_gflops, format_ratio,
-                     format_seconds, json_option, make_task, open_log, print_json,
-                     print_table, record_json, task_label)
+from .bench_model import bench_model
+from .common import (BadInput, db_option, describe_error, format_gflops, format_ratio,
+                     format_seconds, json_option, make_task, open_log, opt_level_option,
+                     print_json, print_table, record_json, shape_option, task_label)
+from .rounds import time_in_rounds
 
 BENCH_MIN_SECONDS = 0.05   # each timing of numpy or PyTorch lasts at least this long
 
@@ -26,16 +26,30 @@ BENCH_MIN_SECONDS = 0.05   # each timing of numpy or PyTorch lasts at least this
 @db_option
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Timings of each kernel; the median counts.")
+              help="Timings of each kernel (or model); the median counts.")
+@shape_option
+@opt_level_option
 @json_option
-def bench(template, args, db_path, target, repeat, as_json):
+def bench(template, args, db_path, target, repeat, shapes, opt_level, as_json):
     """Time the untuned fallback config and the best logged config of TEMPLATE ARGS next
     to numpy and PyTorch (when installed); check every output. numpy computes in the
     inputs' dtype where it has an equivalent of the template; otherwise the template's
     numpy reference, which accumulates in float64, is timed.
 
-    Example: autosched bench matmul 256 256 256 --db tune.db
+    For MODEL.onnx: the model built untuned and with the log's best records next to ONNX
+    Runtime (when installed), outputs checked against ONNX Runtime's. (PyTorch does not
+    run ONNX files; benchmarks/models.py compares with it.)
+
+    Examples: autosched bench matmul 256 256 256 --db tune.db;
+    autosched bench resnet18.onnx --db tune.db
     """
+    if template.lower().endswith(".onnx"):
+        if args:
+            raise BadInput(f"bench {template}: a model takes no arguments, got "
+                           f"{' '.join(args)}")
+        return bench_model(template, db_path, shapes, opt_level, target, repeat, as_json)
+    if shapes:
+        raise BadInput("--shape is for a model (bench MODEL.onnx --shape NAME:DIMS)")
     task = make_task(template, args, target)
     with open_log(db_path) as db:
         best = db.best(task)
@@ -61,7 +75,7 @@ def bench(template, args, db_path, target, repeat, as_json):
     torch_fn = _torch_equivalent(task, inputs)
     if torch_fn is not None:
         rows.append(_bench_function("PyTorch", torch_fn, expected))
-    _time_in_rounds(rows, repeat)
+    time_in_rounds(rows, repeat, {"vs_fallback": rows[0], "vs_numpy": numpy_row})
     for row in rows:
         row["gflops"] = task.gflops(row["seconds"])
     fallback_s = rows[0]["seconds"]
@@ -127,27 +141,6 @@ def _bench_function(name: str, fn, expected) -> dict:
         return (time.perf_counter() - start) / number
     return {"name": name, "seconds": None, "correct": not problems,
             "note": problems[0] if problems else "", "timer": timer}
-
-
-def _time_in_rounds(rows: list[dict], repeat: int) -> None:
-    """Time every row that has a timer once per round, for `repeat` rounds, in reverse
-    order every other round, so that a change of the host's speed falls on all alike;
-    each row gets its median seconds and the medians of its per-round ratios to the
-    fallback (rows[0]) and to numpy (the row named so)."""
-    timed = [r for r in rows if r["timer"] is not None]
-    samples = {id(r): [] for r in timed}
-    for n in range(repeat):
-        for r in timed if n % 2 == 0 else reversed(timed):
-            samples[id(r)].append(r["timer"]())
-    numpy_row = next((r for r in timed if r["name"].startswith("numpy")), None)
-    for r in rows:
-        mine = samples.get(id(r))
-        r["seconds"] = statistics.median(mine) if mine else None
-        for key, ref in (("vs_fallback", rows[0]), ("vs_numpy", numpy_row)):
-            theirs = samples.get(id(ref)) if ref is not None else None
-            r[key] = statistics.median(t / m for t, m in zip(theirs, mine)) \
-                if mine and theirs else None
-        del r["timer"]
 
 
 def _numpy_equivalent(task, inputs):

@@ -50,6 +50,37 @@ def json_option(f):
                         help="Print JSON only, on stdout (for scripts).")(f)
 
 
+def _shapes(_ctx, _param, texts) -> dict:
+    """--shape NAME:1,3,224,224 (repeatable) as {name: (1, 3, 224, 224)}."""
+    shapes = {}
+    for text in texts:
+        name, sep, dims = text.rpartition(":")
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(d < 1 for d in shape):
+            raise click.BadParameter(f"{text!r}: write NAME:D1,D2,... e.g. input:1,3,224,224")
+        shapes[name] = shape
+    return shapes
+
+
+def shape_option(f):
+    """--shape NAME:DIMS (repeatable), passed as `shapes`: static shapes of a model's
+    inputs."""
+    return click.option("--shape", "shapes", multiple=True, callback=_shapes,
+                        metavar="NAME:DIMS", help="A static shape for an input of the "
+                        "model, e.g. input:1,3,224,224 (repeatable).")(f)
+
+
+def opt_level_option(f):
+    """--opt-level N (default 3), passed as `opt_level`: the graph passes' opt level,
+    the same for `tune MODEL` and `compile`, so that both see the same kernels."""
+    return click.option("--opt-level", type=click.IntRange(0, 3), default=3,
+                        show_default=True, help="The graph passes' opt level (0: no "
+                        "fusion; 3: packed NCHW[x]c convolutions).")(f)
+
+
 def task_selection(f):
     """TEMPLATE ARGS... or --task ID (see select_task), and --target."""
     f = click.argument("spec", nargs=-1, metavar="[TEMPLATE ARGS...]")(f)

@@ -16,22 +16,8 @@ from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext
 from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
-from .common import BadInput, format_seconds, json_option, make_console, print_json
-
-
-def _shapes(_ctx, _param, texts) -> dict:
-    """--shape NAME:1,3,224,224 (repeatable) as {name: (1, 3, 224, 224)}."""
-    shapes = {}
-    for text in texts:
-        name, sep, dims = text.rpartition(":")
-        try:
-            shape = tuple(int(d) for d in dims.split(","))
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or any(d < 1 for d in shape):
-            raise click.BadParameter(f"{text!r}: write NAME:D1,D2,... e.g. input:1,3,224,224")
-        shapes[name] = shape
-    return shapes
+from .common import (BadInput, format_seconds, json_option, make_console, opt_level_option,
+                     print_json, shape_option)
 
 
 @click.command("compile")
@@ -41,10 +27,8 @@ def _shapes(_ctx, _param, texts) -> dict:
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
 @click.option("--db", type=click.Path(dir_okay=False),
               help="A tuning log: each kernel's anchor gets its best logged config.")
-@click.option("--shape", "shapes", multiple=True, callback=_shapes, metavar="NAME:DIMS",
-              help="A static shape for an input, e.g. input:1,3,224,224 (repeatable).")
-@click.option("--opt-level", type=click.IntRange(0, 3), default=3, show_default=True,
-              help="The graph passes' opt level (0: no fusion).")
+@shape_option
+@opt_level_option
 @json_option
 def compile_model(model, output, target, shapes, opt_level, db, as_json):
     """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
@@ -90,7 +74,13 @@ def schedule_text(info: dict | None) -> str:
         return "compiler.ops schedule (no template)"
     kind = "fallback config" if info.get("fallback") else "logged config"
     config = f" {info['config']}" if info.get("config") and not info.get("fallback") else ""
-    return f"{info['template']}: {kind}{config}"
+    record = ""
+    if info.get("record") is not None:
+        gflops = info.get("record_gflops")
+        record = (f" (record {info['record']}, "
+                  f"{'confirmed ' if info.get('confirmed') else ''}"
+                  f"{f'{gflops:.1f} GFLOPS' if gflops else 'no time'})")
+    return f"{info['template']}: {kind}{config}{record}"
 
 
 @click.command("run")

@@ -1,6 +1,7 @@
-"""`autosched tune`: tune one task or a tasks file on Ray, logging every batch; with the
-tasks file, the duration of --time-budget, the Ray cluster it joins, the signals that
-stop it and what it shows while it runs."""
+"""`autosched tune`: tune one task, a tasks file or a whole ONNX model on Ray, logging
+every batch; with the tasks file, the model's tasks (tuner.extract_tasks), the duration of
+--time-budget, the Ray cluster it joins, the signals that stop it and what it shows while
+it runs."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ from ..registry import TUNERS
 from ..task_scheduler import TaskScheduler
 from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
                      format_errors, format_gflops, format_ratio, format_seconds,
-                     make_console, make_task, open_log, print_table, task_label)
+                     make_console, make_task, open_log, opt_level_option, print_table,
+                     shape_option, task_label)
 
 DEFAULT_TRIALS_PER_TASK = 64
 
@@ -53,6 +55,34 @@ def _tasks_file(path: str, target: str) -> list:
             raise BadInput(f"{where}{task_label(task.name, task.args)} is listed twice")
         tasks.append(task)
     return tasks
+
+
+def _model_tasks(path: str, shapes: dict, opt_level: int, target: str) -> tuple[list, list]:
+    """The tasks of ONNX model `path` and their weights (tuner.extract_tasks), under the
+    graph passes of `opt_level`, as `autosched compile` will build it."""
+    from compiler.errors import BuildError, FrontendError
+    from compiler.frontend import from_onnx
+    from compiler.transform.pass_infra import PassContext
+
+    from ..extract import extract_tasks
+    try:
+        mod, params = from_onnx(path, shape=shapes)
+        with PassContext(opt_level=opt_level):
+            tasks, weights = extract_tasks(mod, params, target=target)
+    except (FrontendError, BuildError) as err:
+        raise BadInput(str(err)) from None
+    if not tasks:
+        raise BadInput(f"{path}: no kernel of the model is scheduled by a template (no "
+                       f"conv2d, dense or matmul anchor): there is nothing to tune")
+    return tasks, weights
+
+
+def _print_model_tasks(path: str, tasks: list, weights: list) -> None:
+    from rich.table import Table
+    table = Table("task", "kernels (weight)", "MFLOP per call")
+    for task, weight in zip(tasks, weights):
+        table.add_row(task_label(task.name, task.args), str(weight), f"{task.flop / 1e6:.1f}")
+    print_table(table, f"{path}: {len(tasks)} tasks for {sum(weights)} kernel calls")
 
 
 def _parse_duration(_ctx, _param, text: str | None) -> float | None:
@@ -96,20 +126,34 @@ def _parse_duration(_ctx, _param, text: str | None) -> float | None:
 @click.option("--seed", type=int, help="Makes the tuners' proposals reproducible.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Configs measured (and logged) at a time.")
+@shape_option
+@opt_level_option
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
-         parallel, ray_address, seed, batch_size):
-    """Tune TEMPLATE for ARGS, or every task of --tasks, logging every batch to the log.
+         parallel, ray_address, seed, batch_size, shapes, opt_level):
+    """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
+    (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
+    kernels it schedules; the batches go where they lower the model's estimated latency
+    most), logging every batch to the log.
 
     Resumes from what the log holds: no config is measured twice. Ctrl-C (SIGINT) or
     SIGTERM stops after the batch in flight, which is logged; the exit code is then
     130 / 143.
 
-    Example: autosched tune matmul 256 256 256 --trials 64 --db tune.db
+    Examples: autosched tune matmul 256 256 256 --trials 64 --db tune.db;
+    autosched tune resnet18.onnx --time-budget 1h --db tune.db
     """
     if bool(spec) == bool(tasks_path):
-        raise BadInput("tune needs TEMPLATE ARGS... or --tasks FILE (one of the two)")
-    tasks = (_tasks_file(tasks_path, target) if tasks_path
-             else [make_task(spec[0], spec[1:], target)])
+        raise BadInput("tune needs TEMPLATE ARGS..., MODEL.onnx or --tasks FILE (one of them)")
+    model = spec[0] if len(spec) == 1 and spec[0].lower().endswith(".onnx") else None
+    if shapes and model is None:
+        raise BadInput("--shape is for a model (tune MODEL.onnx --shape NAME:DIMS)")
+    weights = None
+    if model is not None:
+        tasks, weights = _model_tasks(model, shapes, opt_level, target)
+        _print_model_tasks(model, tasks, weights)
+    else:
+        tasks = (_tasks_file(tasks_path, target) if tasks_path
+                 else [make_task(spec[0], spec[1:], target)])
     trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
     check_log(db_path)
     measurer = start_measurer(ray_address, parallel, tasks)
@@ -117,7 +161,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
                                       early_stopping=early_stopping, seed=seed,
-                                      batch_size=batch_size, time_budget=time_budget)
+                                      batch_size=batch_size, time_budget=time_budget,
+                                      weights=weights)
             progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
             scheduler.on_batch = progress.on_batch
             with _StopOnSignal(scheduler, progress) as stopper, progress:
@@ -133,7 +178,7 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
                     click.echo(f"autosched: the batch in flight was lost after "
                                f"{signal.Signals(stopper.signum).name}: "
                                f"{describe_error(err)}", err=True)
-            _print_summary(scheduler, scheduler.states, db, db_path)
+            _print_summary(scheduler, scheduler.states, db, db_path, model)
     finally:
         measurer.close()
     return SIGNAL_EXIT.get(stopper.signum, 0)
@@ -237,14 +282,16 @@ class _TuneProgress:
         ratio = f" ({state.speedup:.2f}x fallback)" if state.speedup is not None else ""
         return (f"{head}: trials {self._trials(state)}, run {s.done}/{s.trials}, best "
                 f"{format_gflops(state.best_gflops)} GFLOPS{ratio}, errors "
-                f"{format_errors(state.errors)}, ETA {format_clock(s.eta())}")
+                f"{format_errors(state.errors)}{model_estimate(s)}, ETA "
+                f"{format_clock(s.eta())}")
 
     def __rich__(self):
         from rich.console import Group
         from rich.table import Table
         s = self.scheduler
         head = (f"autosched tune: {s.done}/{s.trials} trials, {format_clock(s.elapsed())} "
-                f"elapsed, ETA {format_clock(s.eta())}, log {self.db_path}")
+                f"elapsed{model_estimate(s)}, ETA {format_clock(s.eta())}, log "
+                f"{self.db_path}")
         table = Table("task", "trials", "best GFLOPS", "vs fallback", "errors", "state")
         for state in s.states:
             busy = "measuring" if s.in_flight is state else state.finished or "waiting"
@@ -252,6 +299,17 @@ class _TuneProgress:
                           format_gflops(state.best_gflops), format_ratio(state.speedup),
                           format_errors(state.errors), busy)
         return Group(head, table, *([self.stop_note] if self.stop_note else []))
+
+
+def model_estimate(scheduler) -> str:
+    """", model est. 12.3 ms (1.20x untuned)" for a model's run: the sum over its tasks
+    of weight x best time, and how much faster that is than with the fallback configs
+    (the time of the kernels the templates schedule; the rest of the model is not
+    tuned). Empty for tasks that are no model."""
+    tuned, untuned = scheduler.estimated_latency(), scheduler.estimated_latency(untuned=True)
+    if tuned is None or untuned is None:
+        return ""
+    return f", model est. {format_seconds(tuned)} ({untuned / tuned:.2f}x untuned)"
 
 
 def format_confirmation(state) -> str:
@@ -266,7 +324,7 @@ def format_confirmation(state) -> str:
             f"{c.seconds:.2f} s{share}")
 
 
-def _print_summary(scheduler, states, db, db_path: str) -> None:
+def _print_summary(scheduler, states, db, db_path: str, model: str | None = None) -> None:
     from rich.table import Table
     logged = {(t.template, tuple(t.args), t.target): t.records for t in db.tasks()}
     table = Table("task", "tuner", "trials", "in log", "best GFLOPS", "vs fallback",
@@ -285,3 +343,10 @@ def _print_summary(scheduler, states, db, db_path: str) -> None:
     console.print(f"{scheduler.done} trials in {format_clock(scheduler.elapsed())} "
                   f"(ended: {scheduler.stop_reason}); log {db_path}; best GFLOPS and vs "
                   f"fallback are confirmed: re-timed side by side in alternating rounds")
+    tuned, untuned = scheduler.estimated_latency(), scheduler.estimated_latency(untuned=True)
+    if model is not None and tuned is not None and untuned is not None:
+        console.print(f"{model}: its template-scheduled kernels take an estimated "
+                      f"{format_seconds(tuned)}, {untuned / tuned:.2f}x faster than untuned "
+                      f"({format_seconds(untuned)}; per task its weight x its fallback's "
+                      f"time / its confirmed speedup, summed); build it with:")
+        click.echo(f"    autosched compile {model} -o {model[:-5]}.so --db {db_path}")
