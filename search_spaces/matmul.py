@@ -6,6 +6,10 @@
   adds its elementwise tail, see schedule_dense);
 - `dense_bias_relu(M, N, K)`: Y = relu(X @ W.T + b), one kernel: dense's schedule with
   the bias and relu as its tail;
+- `dense_pack(M, N, K, block)`: Y = X @ W.T with W packed in panels of `block` rows
+  ((N / block, K, block), compiler.ops.dense_pack), as a model's dense runs once its
+  weights were packed at build time (AlterOpLayout): the column tile is the panel, and
+  nothing is packed at run time;
 - `batch_matmul(batch, M, N, K)`: C[b] = A[b] @ B[b].
 
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
@@ -33,11 +37,18 @@ MAX_VECTOR = 64         # columns of the accumulator tile (4 zmm of float32)
 NO_PACK, PACK_AT_ROOT, PACK_AT_OUTER = 0, 1, 2  # values of the pack_b knob
 
 
-def _define_knobs(cfg, M: int, N: int, K: int) -> None:
+def _define_knobs(cfg, M: int, N: int, K: int, panel: int | None = None) -> None:
+    """The knobs; with `panel` (dense_pack: the weights come packed in panels of that many
+    columns) the column tile is the panel and there is no pack_b knob."""
     cfg.define_split("tile_x", M, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_REGISTER_ROWS)
-    cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_VECTOR)
+    if panel is None:
+        cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_VECTOR)
+    else:
+        cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] == panel,
+                         fallback=[-1, panel])
     cfg.define_split("tile_k", K, num_outputs=2, filter=lambda e: e.size[-1] <= 16)
-    cfg.define_knob("pack_b", [PACK_AT_ROOT, PACK_AT_OUTER, NO_PACK])
+    if panel is None:
+        cfg.define_knob("pack_b", [PACK_AT_ROOT, PACK_AT_OUTER, NO_PACK])
     cfg.define_knob("panels_outer", [1, 0])
     cfg.define_knob("unroll_k", [0, 1])
     cfg.define_knob("fuse_parallel", [2, 1])
@@ -162,6 +173,27 @@ def dense(cfg, M: int, N: int, K: int):
     s = te.create_schedule(Y.op)
     schedule_dense(cfg, s, Y, Y)
     return s, [X, W, Y]
+
+
+def dense_pack_reference(inputs, M, N, K, block):
+    """numpy `dense_pack`: X @ W.T, W unpacked from its panels."""
+    X, packed = inputs
+    W = packed.transpose(0, 2, 1).reshape(N, K)
+    return (X.astype("float64") @ W.T).astype("float32")
+
+
+@template("dense_pack", reference=dense_pack_reference)
+def dense_pack(cfg, M: int, N: int, K: int, block: int):
+    """Y = X @ W.T, W packed (N / block, K, block); returns the schedule and [X, Wp, Y]."""
+    if block < 1 or N % block:
+        raise ValueError(f"dense_pack: block {block} does not divide N = {N}")
+    X = te.placeholder((M, K), name="X")
+    packed = te.placeholder((N // block, K, block), name="W_packed")
+    _define_knobs(cfg, M, N, K, panel=block)
+    Y = ops.dense_pack(X, packed)
+    s = te.create_schedule(Y.op)
+    schedule_dense(cfg, s, Y, Y)
+    return s, [X, packed, Y]
 
 
 def dense_bias_relu_reference(inputs, M, N, K):

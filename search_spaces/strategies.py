@@ -14,6 +14,7 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.conv2d, NCHW[x]c, depthwise      -> depthwise_conv2d_nchwc(N, C, H, W, R, S, stride,
                                                                    padding, block)
     nn.dense, 2-D data                  -> dense(M, N, K)
+    nn.contrib_dense_pack               -> dense_pack(M, N, K, block)
     matmul, 2-D operands                -> matmul(M, N, K, dtype)
 
 A convolution qualifies when its strides are equal, its padding the same on all four
@@ -135,6 +136,15 @@ def dense_strategy(call: Call) -> Implementation | None:
                            schedule_dense, "dense")
 
 
+def dense_pack_strategy(call: Call) -> Implementation | None:
+    """nn.contrib_dense_pack (a dense whose weights AlterOpLayout packed) -> dense_pack."""
+    if not _float32(call):
+        return None
+    (M, K), (panels, _, block) = (a.ty.shape for a in call.args)
+    return _implementation("dense_pack", (M, panels * block, K, block),
+                           lambda cfg, ins: ops.dense_pack(*ins), schedule_dense, "dense_pack")
+
+
 def matmul_strategy(call: Call) -> Implementation | None:
     """matmul of 2-D operands -> the matmul template."""
     a, b = (a.ty for a in call.args)
@@ -151,4 +161,5 @@ def register() -> None:
     """Register the strategies above (the "autosched.strategies" entry point)."""
     register_strategy("nn.conv2d", conv2d_strategy)
     register_strategy("nn.dense", dense_strategy)
+    register_strategy("nn.contrib_dense_pack", dense_pack_strategy)
     register_strategy("matmul", matmul_strategy)

@@ -147,6 +147,7 @@ COMPUTE = {
     "nn.bias_add": lambda ins, at, ty: ops.bias_add(ins[0], ins[1], at["axis"]),
     "nn.conv2d": _conv2d,
     "nn.dense": lambda ins, at, ty: ops.dense(ins[0], ins[1]),
+    "nn.contrib_dense_pack": lambda ins, at, ty: ops.dense_pack(ins[0], ins[1]),
     "matmul": lambda ins, at, ty: ops.matmul(ins[0], ins[1]),
     "nn.batch_matmul": lambda ins, at, ty: ops.batch_matmul(ins[0], ins[1], transpose_b=True),
     "nn.softmax": lambda ins, at, ty: ops.softmax(ins[0], at["axis"]),

@@ -108,6 +108,16 @@ def _dense_rel(types, attrs):
     return TensorType((*data.shape[:-1], weight.shape[0]), same_dtype("nn.dense", [data, weight]))
 
 
+def _dense_pack_rel(types, attrs):
+    data, weight = tensor_args("nn.contrib_dense_pack", types, 2)
+    if weight.ndim != 3 or data.ndim != 2 or data.shape[1] != weight.shape[1]:
+        raise GraphTypeError(f"nn.contrib_dense_pack: data {data.shape} and packed weight "
+                             f"{weight.shape} do not match (data (M, K), weight (units / "
+                             f"block, K, block))")
+    return TensorType((data.shape[0], weight.shape[0] * weight.shape[2]),
+                      same_dtype("nn.contrib_dense_pack", [data, weight]))
+
+
 def _batch_matmul_rel(types, attrs):
     a, b = tensor_args("nn.batch_matmul", types, 2)
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
@@ -185,6 +195,7 @@ register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
             {"strides": (1, 1), "padding": None, "dilation": (1, 1), "groups": 1,
              "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": ""}, 2)
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
+register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2)
 register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, {"axis": 1}, 2)
 register_op("nn.relu", identity_rel("nn.relu"), OpPattern.ELEMWISE, {}, 1)
@@ -213,6 +224,11 @@ def conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), dilation=(1
 
 def dense(data: Expr, weight: Expr) -> Call:
     return call("nn.dense", [data, weight])
+
+
+def contrib_dense_pack(data: Expr, packed_weight: Expr) -> Call:
+    """nn.dense with its weight (N, K) packed (N / block, K, block) (AlterOpLayout)."""
+    return call("nn.contrib_dense_pack", [data, packed_weight])
 
 
 def batch_matmul(a: Expr, b: Expr) -> Call:

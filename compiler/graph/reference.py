@@ -99,6 +99,19 @@ def _layout_transform(args, attrs):
     return x.transpose(0, 1, 4, 2, 3).reshape(n, co * block, h, w)
 
 
+def pack_dense_weight(weight: np.ndarray, block: int) -> np.ndarray:
+    """A dense weight (N, K) in panels of `block` rows: (N / block, K, block), W[p * block
+    + c, k] at [p, k, c] (nn.contrib_dense_pack's layout)."""
+    n, k = weight.shape
+    return np.ascontiguousarray(weight.reshape(n // block, block, k).transpose(0, 2, 1))
+
+
+def unpack_dense_weight(packed: np.ndarray) -> np.ndarray:
+    """The (N, K) weight of pack_dense_weight's result."""
+    panels, k, block = packed.shape
+    return packed.transpose(0, 2, 1).reshape(panels * block, k)
+
+
 def _bias_add(args, attrs):
     data, bias = args
     shape = [1] * data.ndim
@@ -135,6 +148,7 @@ REFERENCE = {
     "sum": lambda a, at: np.sum(a[0], axis=at["axis"], keepdims=at["keepdims"]),
     "nn.conv2d": _conv2d,
     "nn.dense": lambda a, at: a[0] @ a[1].T,
+    "nn.contrib_dense_pack": lambda a, at: a[0] @ unpack_dense_weight(a[1]).T,
     "nn.batch_matmul": lambda a, at: a[0] @ a[1].transpose(0, 2, 1),
     "nn.bias_add": _bias_add,
     "nn.softmax": _softmax,

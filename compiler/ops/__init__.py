@@ -24,7 +24,7 @@ from .conv2d import conv2d_nchw, conv2d_nhwc, group_conv2d_nchw
 from .conv2d_schedule import schedule_conv2d_nchw
 from .depthwise_conv2d import depthwise_conv2d_nchw
 from .elemwise import clip, exp, relu, sigmoid, tanh
-from .matmul import batch_matmul, dense, matmul
+from .matmul import batch_matmul, dense, dense_pack, matmul
 from .pad import pad
 from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
 from .pooling import avg_pool2d, max_pool2d
@@ -38,7 +38,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "bias_add",
     "relu", "sigmoid", "tanh", "exp", "clip",
     "sum", "max", "min", "mean", "softmax",
-    "matmul", "dense", "batch_matmul",
+    "matmul", "dense", "dense_pack", "batch_matmul",
     "pad", "conv2d_nchw", "conv2d_nhwc", "group_conv2d_nchw", "depthwise_conv2d_nchw",
     "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",

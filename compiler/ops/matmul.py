@@ -71,6 +71,28 @@ def dense(data, weight, bias=None):
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
+def dense_pack(data, packed_weight):
+    """`data @ W.T` with W packed in panels of `bn` rows, TOPI's dense_pack: data (M, K),
+    packed_weight (N / bn, K, bn) holding W[p * bn + c, k] at [p, k, c] -> (M, N). The
+    inner loop over a panel's bn columns reads contiguous memory, so a vector of outputs
+    is one load of weights per k, with no packing at run time (the weights are packed
+    when the model is built: compiler.graph's AlterOpLayout)."""
+    check_tensor("dense_pack", "data", data, 2)
+    check_tensor("dense_pack", "packed_weight", packed_weight, 3)
+    (m, ka), (panels, kb, bn) = data.shape, packed_weight.shape
+    if not dims_equal(ka, kb):
+        raise OpError(f"dense_pack: data of shape {shape_str(data.shape)} and packed_weight "
+                      f"of shape {shape_str(packed_weight.shape)} have different reduction "
+                      f"lengths {ka} and {kb}")
+    k = te.reduce_axis((0, ka), name="k")
+    block = static(bn)
+    return te.compute((m, static(panels) * block),
+                      lambda i, j: te.sum(data[i, k] * packed_weight[j // block, k, j % block],
+                                          axis=k),
+                      name="dense_pack", tag="dense_pack")
+
+
+@register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
 def batch_matmul(a, b, transpose_a: bool = False, transpose_b: bool = False):
     """`a[i] @ b[i]` for 3-D tensors (batch, rows, cols); a batch size of 1 on either
     side is broadcast. `transpose_a` / `transpose_b` transpose the last two axes."""

@@ -144,3 +144,29 @@ def test_a_grouped_convolution_builds_and_stays_nchw(opt_level):
     data = rng.standard_normal((1, 12, 13, 13)).astype("float32")
     got, = lib.run(x=data)
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("units, panel", [(1000, 40), (64, 64), (24, 24), (37, None)])
+def test_a_dense_reads_its_weights_packed_in_panels_at_build_time(units, panel):
+    """nn.dense with a constant weight becomes nn.contrib_dense_pack on the weight packed
+    (units / panel, K, panel) when the build runs, scheduled by the dense_pack template;
+    units no panel width divides (37) keep nn.dense and the dense template."""
+    x = graph.var("x", shape=(3, 29))
+    w = rng.standard_normal((units, 29)).astype("float32")
+    b = rng.standard_normal(units).astype("float32")
+    fn = graph.Function([x], graph.nn.relu(graph.nn.bias_add(
+        graph.nn.dense(x, graph.const(w)), graph.const(b))))
+    lib = build3(graph.IRModule.from_expr(fn))
+    data = rng.standard_normal((3, 29)).astype("float32")
+    got, = lib.run(x=data)
+    np.testing.assert_allclose(got, np.maximum(data @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+    step, = lib.plan["steps"]
+    if panel is None:
+        assert step["ops"][0] == "nn.dense" and step["info"]["template"] == "dense"
+        return
+    assert step["ops"] == ["nn.contrib_dense_pack", "nn.bias_add", "nn.relu"]
+    assert step["info"]["workload"] == f"dense_pack{(3, units, 29, panel)!r}"
+    weight = next(v for v in lib.constants.values() if v.ndim == 3)
+    assert weight.shape == (units // panel, 29, panel)
+    p = weight.shape[0] - 1  # the last panel's third row: row p * panel + 2 of W
+    np.testing.assert_array_equal(weight[p, :, 2], w[p * panel + 2])

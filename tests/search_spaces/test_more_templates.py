@@ -28,6 +28,15 @@ def test_dense(args):
                                    err_msg=str(cfg))
 
 
+@pytest.mark.parametrize("args", [(1, 40, 37, 40), (5, 64, 13, 16), (37, 24, 29, 8)])
+def test_dense_pack(args):
+    M, N, K, block = args
+    for cfg, (x, packed), y in _run("dense_pack", args, sum(args), 10):
+        w = packed.transpose(0, 2, 1).reshape(N, K)
+        np.testing.assert_allclose(y, x.astype("float64") @ w.T, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(cfg))
+
+
 @pytest.mark.parametrize("args", [(37, 29, 13), (8, 64, 32), (7, 13, 100)])
 def test_dense_bias_relu(args):
     for cfg, (x, w, b), y in _run("dense_bias_relu", args, sum(args), 10):

@@ -14,6 +14,8 @@ CASES = [
     ("matmul", (13, 7, 9, "float64")),
     ("dense", (7, 13, 11)),
     ("dense_bias_relu", (7, 13, 11)),
+    ("dense_pack", (7, 13, 11, 13)),
+    ("dense_pack", (1, 40, 37, 8)),
     ("batch_matmul", (3, 7, 13, 5)),
     ("conv2d_nchw", (1, 3, 7, 7, 4, 3, 3)),
     ("conv2d_nchw", (2, 5, 13, 7, 6, 3, 3, 2, 1)),
@@ -116,7 +118,7 @@ def test_a_reference_that_is_not_callable_is_a_space_error():
 
 
 def test_every_registered_operator_template_has_a_reference():
-    for name in ("matmul", "dense", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
-                 "conv2d_nchw_packed", "depthwise_conv2d_nchw", "conv2d_nchwc",
+    for name in ("matmul", "dense", "dense_bias_relu", "dense_pack", "batch_matmul",
+                 "conv2d_nchw", "conv2d_nchw_packed", "depthwise_conv2d_nchw", "conv2d_nchwc",
                  "depthwise_conv2d_nchwc"):
         assert callable(search_spaces.get_template(name).reference), name
