@@ -1,11 +1,21 @@
-"""Whole models (issue 17): ResNet-18, MobileNetV2 and ResNet-50 with random weights,
-built in PyTorch, exported to ONNX, imported with compiler.frontend.from_onnx and built
-with compiler.graph.build (untuned: the templates' fallback configs). Prints
-per model, in one run: compile time, kernels, our latency, ONNX Runtime's and
-PyTorch's (2 threads, medians of alternating rounds), the ratios, and whether our
-output matches ONNX Runtime's.
+"""Whole models: ResNet-18, MobileNetV2 and ResNet-50 with random weights, built in
+PyTorch, exported to ONNX, imported with compiler.frontend.from_onnx and built with
+compiler.graph.build. Prints per model, in one run: compile time, kernels, our latency,
+ONNX Runtime's, OpenVINO's (when installed) and PyTorch's (2 threads, medians of rounds
+that alternate the runtimes, each timed in a block of calls with a pause before it: the
+runtimes' spinning thread pools steal each other's cores when calls interleave one by
+one), the ratios, and whether our output matches ONNX Runtime's.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/models.py [--models resnet18]
+
+With --tune DURATION (issue 18), each model is first tuned for that long
+(tuner.extract_tasks, then TaskScheduler weighted by the kernels per task, the log
+--db, resumed when it exists), and the table adds our tuned latency; it prints the
+tuning wall time and trials, and per task its weight and its confirmed best's speedup
+over the fallback (re-timed side by side in alternating rounds when the task's tuning
+ended).
+
+    python benchmarks/models.py --models resnet18 --tune 1h --db models.db
 """
 from __future__ import annotations
 
@@ -22,9 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from model_defs import MODELS, export_onnx  # noqa: E402
 
+import records  # noqa: E402
 from compiler import graph  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
+from tuner import Measurer, TaskScheduler, extract_tasks  # noqa: E402
 
 
 def seconds(fn, least: float = 0.2) -> float:
@@ -38,29 +50,84 @@ def seconds(fn, least: float = 0.2) -> float:
     return statistics.median(times)
 
 
-def one(name: str, rounds: int, opt_level: int) -> None:
+def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> None:
+    """Tune the model's tasks for `budget` seconds into the log `db` (resumed)."""
+    mod, params = from_onnx(path)
+    start = time.perf_counter()
+    with PassContext(opt_level=opt_level):
+        tasks, weights = extract_tasks(mod, params)
+    extract_s = time.perf_counter() - start
+    print(f"{name}: {len(tasks)} tasks for {sum(weights)} kernels, extracted in "
+          f"{extract_s:.2f} s; tuning for {budget / 60:.0f} min into {db}", flush=True)
+    start = time.perf_counter()
+    with Measurer() as measurer, records.Database(db) as log:
+        scheduler = TaskScheduler(tasks, trials=10 ** 6, measurer=measurer, db=log,
+                                  tuner="xgb", time_budget=budget, weights=weights)
+        states = scheduler.run()
+    wall = time.perf_counter() - start
+    print(f"{name}: tuned {scheduler.done} trials in {wall / 60:.1f} min (ended: "
+          f"{scheduler.stop_reason}); estimated kernel time "
+          f"{scheduler.estimated_latency(untuned=True) * 1e3:.2f} ms untuned -> "
+          f"{scheduler.estimated_latency() * 1e3:.2f} ms tuned")
+    for state, weight in zip(states, weights):
+        c = state.confirmation
+        best = f"#{c.best.config.index}" if c and not c.best.fallback else "the fallback"
+        print(f"    {state.task.name}{state.task.args} x{weight}: {state.done} trials, "
+              f"confirmed best {best} {state.speedup or 1.0:.3f}x the fallback"
+              f"{f' ({c.rounds} rounds)' if c else ' (not confirmed in this run)'}")
+
+
+def openvino_runner(path: str, x):
+    """A function running the model in OpenVINO (2 threads, latency hint), or None."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    return lambda: request.infer({0: x})
+
+
+def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -> None:
     import onnxruntime as ort
     import torch
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{name}.onnx")
         model = export_onnx(name, path)
+        if budget:
+            tune_model(name, path, opt_level, budget, db)
         start = time.perf_counter()
         mod, params = from_onnx(path)
         with PassContext(opt_level=opt_level):
             lib = graph.build(mod, params=params)
         compile_s = time.perf_counter() - start
+        tuned = None
+        if budget:
+            with records.ApplyHistoryBest(db), PassContext(opt_level=opt_level):
+                tuned = graph.build(mod, params=params)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
+        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
+        openvino = openvino_runner(path, x)
     want, = session.run(None, {"input": x})
-    got, = lib.run(input=x)
-    error = float(np.max(np.abs(got - want)) / max(1e-6, float(np.max(np.abs(want)))))
+    errors = {}
+    for label, built in (("ours", lib), ("ours tuned", tuned)):
+        if built is not None:
+            got, = built.run(input=x)
+            errors[label] = float(np.max(np.abs(got - want)) / max(1e-6, float(np.max(
+                np.abs(want)))))
     tx = torch.from_numpy(x)
-    runs = {"ours": lambda: lib.run(input=x), "onnxruntime": lambda: session.run(None,
-                                                                                 {"input": x}),
-            "pytorch": lambda: model(tx)}
+    runs = {"ours": lambda: lib.run(input=x)}
+    if tuned is not None:
+        runs["ours tuned"] = lambda: tuned.run(input=x)
+    runs["onnxruntime"] = lambda: session.run(None, {"input": x})
+    if openvino is not None:
+        runs["openvino"] = openvino
+    runs["pytorch"] = lambda: model(tx)
     times = {k: [] for k in runs}
     with torch.no_grad():
         for r in range(rounds):
@@ -68,19 +135,27 @@ def one(name: str, rounds: int, opt_level: int) -> None:
                 time.sleep(0.2)
                 times[k].append(seconds(runs[k]))
     med = {k: statistics.median(v) for k, v in times.items()}
+    best = "ours tuned" if tuned is not None else "ours"
     print(f"{name} (opt_level {opt_level}): compile {compile_s:.1f} s, "
           f"{len(lib.kernels)} distinct kernels, "
           f"{len(lib.plan['steps'])} calls, {lib.peak_bytes / 2 ** 20:.1f} MiB of "
-          f"intermediate values; max relative error vs ONNX Runtime {error:.1e} "
-          f"({'match' if error < 1e-4 else 'MISMATCH'})")
+          f"intermediate values; max relative error vs ONNX Runtime "
+          + ", ".join(f"{k} {e:.1e} ({'match' if e < 1e-4 else 'MISMATCH'})"
+                      for k, e in errors.items()))
     for k, v in med.items():
-        print(f"  {k:12s} {v * 1e3:8.2f} ms   speed vs ours: ours is "
-              f"{v / med['ours']:.2f}x its speed" if k != "ours" else
-              f"  {k:12s} {v * 1e3:8.2f} ms")
-    top = sorted(lib.profile(repeat=3), key=lambda r: -r["seconds"])[:5]
+        print(f"  {k:12s} {v * 1e3:8.2f} ms" + (
+            f"   {best} is {v / med[best]:.2f}x its speed" if k != best else ""))
+    top = sorted((tuned or lib).profile(repeat=3), key=lambda r: -r["seconds"])[:6]
     for r in top:
         print(f"    {r['kernel']:10s} {r['seconds'] * 1e3:7.2f} ms {r['share']:5.1%}  "
-              f"{'+'.join(r['ops'])}")
+              f"{'+'.join(r['ops'])}  {r['template'] or ''} "
+              f"{'fallback' if r['fallback'] else r.get('record_gflops') or ''}")
+
+
+def duration(text: str) -> float:
+    """Seconds of "1h", "20m", "90s" or plain seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
 
 
 def main():
@@ -90,11 +165,14 @@ def main():
     p.add_argument("--opt-level", type=int, default=3,
                    help="the graph passes' opt level (3, as `autosched compile`: FoldScaleAxis "
                         "and AlterOpLayout run)")
+    p.add_argument("--tune", type=duration, metavar="DURATION",
+                   help="tune each model this long first (1h, 20m, seconds)")
+    p.add_argument("--db", default="models.db", help="the tuning log (resumed)")
     opt = p.parse_args()
     for name in opt.models.split(","):
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-        one(name, opt.rounds, opt.opt_level)
+        one(name, opt.rounds, opt.opt_level, opt.tune, opt.db)
 
 
 if __name__ == "__main__":

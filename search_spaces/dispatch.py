@@ -84,8 +84,14 @@ _DEFAULT = FallbackContext()
 
 
 def dispatch(workload: tuple) -> ConfigEntity:
-    """The config that the contexts of this thread choose for `workload`."""
-    return dispatch_from(workload)[0]
+    """The config that the contexts of this thread choose for `workload` (as
+    dispatch_from, whose context it drops; a loop of its own, so that a context's warning
+    points as far up the stack from either)."""
+    for ctx in reversed(_stack()):
+        config = ctx.query(workload)
+        if config is not None:
+            return config
+    return _DEFAULT.query(workload)
 
 
 def dispatch_from(workload: tuple) -> tuple[ConfigEntity, DispatchContext]:
