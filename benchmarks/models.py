@@ -15,7 +15,7 @@ tuning wall time and trials, and per task its weight and its confirmed best's sp
 over the fallback (re-timed side by side in alternating rounds when the task's tuning
 ended).
 
-    python benchmarks/models.py --models resnet18 --tune 1h --db models.db
+    python benchmarks/models.py --tune 45m,15m,20m --db models.db   # per model
 """
 from __future__ import annotations
 
@@ -165,14 +165,21 @@ def main():
     p.add_argument("--opt-level", type=int, default=3,
                    help="the graph passes' opt level (3, as `autosched compile`: FoldScaleAxis "
                         "and AlterOpLayout run)")
-    p.add_argument("--tune", type=duration, metavar="DURATION",
-                   help="tune each model this long first (1h, 20m, seconds)")
+    p.add_argument("--tune", metavar="DURATION[,DURATION...]",
+                   help="tune each model this long first (1h, 20m, seconds; one for all "
+                        "models or one per model, in --models' order)")
     p.add_argument("--db", default="models.db", help="the tuning log (resumed)")
     opt = p.parse_args()
-    for name in opt.models.split(","):
+    names = opt.models.split(",")
+    budgets = [duration(t) for t in opt.tune.split(",")] if opt.tune else [None]
+    if len(budgets) == 1:
+        budgets *= len(names)
+    if len(budgets) != len(names):
+        raise SystemExit(f"--tune: {len(budgets)} durations for {len(names)} models")
+    for name, budget in zip(names, budgets):
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-        one(name, opt.rounds, opt.opt_level, opt.tune, opt.db)
+        one(name, opt.rounds, opt.opt_level, budget, opt.db)
 
 
 if __name__ == "__main__":

@@ -13,21 +13,52 @@ as the build does, without lowering anything. A strategy's answer names its work
 anchor has that workload, whatever elementwise tail the kernel fused. A task's weight is
 the number of kernel calls of the model it schedules (a workload used by 4 layers
 weighs 4): the task scheduler minimises the sum of weight x latency.
+
+With `alternatives=True`, where the passes pack convolutions into NCHW[x]c (AlterOpLayout,
+opt_level 3), the NCHW implementations of the same layers (conv2d_nchw,
+depthwise_conv2d_nchw) are tasks too, with their own weights: the build then takes, per
+convolution, the faster of the two in the log (compiler/graph/alter_op_layout.py). Off by
+default: it doubles a CNN's tasks, and the packed kernels' untuned configs already run
+near the FMA peak, so the NCHW ones rarely win (the scheduler's estimated latency then
+counts both implementations of a layer: an upper bound).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from compiler import graph
 from compiler.graph.functor import post_order
+from compiler.transform.pass_infra import PassContext
 
 from .task import Task
 
 
-def extract_tasks(mod, params: dict | None = None, target="llvm") -> tuple[list, list]:
+def extract_tasks(mod, params: dict | None = None, target="llvm",
+                  alternatives: bool = False) -> tuple[list, list]:
     """`(tasks, weights)`: one Task per distinct tunable workload of `mod`'s fused
     "main", in the order the model first runs them, and the number of kernel calls each
-    one schedules (see the module docstring). Kernels no template schedules (pools,
-    reshapes, ...) are no task."""
-    fused = graph.optimize(mod, params)
+    one schedules (see the module docstring; `alternatives`: the NCHW implementations of
+    packed convolutions too). Kernels no template schedules (pools, reshapes, ...) are
+    no task."""
+    counts = _workloads(graph.optimize(mod, params))
+    ctx = PassContext.current()
+    if alternatives and "AlterOpLayout" not in ctx.disabled_pass and ctx.opt_level >= 3:
+        unpacked = dataclasses.replace(ctx, instruments=(),
+                                       disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
+        with unpacked:
+            for workload, n in _workloads(graph.optimize(mod, params)).items():
+                if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
+                    counts[workload] = n
+    tasks = [Task(name, args, target) for name, args in counts]
+    return tasks, list(counts.values())
+
+
+NCHW_CONVOLUTIONS = ("conv2d_nchw", "depthwise_conv2d_nchw")
+"""The templates of convolutions that AlterOpLayout may pack instead."""
+
+
+def _workloads(fused) -> dict[tuple, int]:
+    """{workload: kernel calls} of a fused function's template-scheduled kernels."""
     counts: dict[tuple, int] = {}
     implementations: dict[int, object] = {}  # id(fused function) -> its implementation
     for expr in post_order(fused.body):
@@ -38,5 +69,4 @@ def extract_tasks(mod, params: dict | None = None, target="llvm") -> tuple[list,
         impl = implementations[id(expr.op)]
         if impl is not None and impl.workload is not None:
             counts[impl.workload] = counts.get(impl.workload, 0) + 1
-    tasks = [Task(name, args, target) for name, args in counts]
-    return tasks, list(counts.values())
+    return counts

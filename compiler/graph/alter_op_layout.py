@@ -20,6 +20,12 @@ convolution through the depthwise one to the next. The
 weights' layout_transform is of constants, so FoldConstant folds it when the model is
 built and no weight is repacked at run time.
 
+Under a dispatch context that applies records (records.ApplyHistoryBest), the built-in
+conv2d alteration is a choice between two implementations of the op, each a tuning task
+of its own (tuner.extract_tasks(alternatives=True)): a convolution stays in NCHW when its
+NCHW template's record is faster than its packed template's, or is the only one logged
+(TVM's select_implementation under AutoTVM takes the fastest logged implementation).
+
 Built in, for nn.dense (`alter_dense_pack`): a constant weight is packed in panels of
 rows at build time and the call becomes nn.contrib_dense_pack, whose kernel reads the
 panels contiguously (a vector of outputs per load) and packs nothing at run time.
@@ -37,15 +43,17 @@ other op, and the function's result, get their packed operands transformed back 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 
 from ..ops.pattern import OpPattern
 from . import nn, tensor_ops
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .functor import ExprMutator
 from .infer_type import infer_type
 from .op import Op, get_op
 from .reference import pack_dense_weight
+from .strategy import select_implementation
 
 _ALTER: dict[str, Callable] = {}
 BLOCKS = (16, 8)
@@ -196,7 +204,8 @@ class _Alter(ExprMutator):
         if not isinstance(call.op, Op):
             return call
         alter = _ALTER.get(call.op.name)
-        if alter is None and call.op.name == "nn.conv2d":
+        built_in_conv = alter is None and call.op.name == "nn.conv2d"
+        if built_in_conv:
             have = self.layout.get(id(call.args[0]), "NCHW")
             alter = functools.partial(alter_conv2d_nchwc,
                                       data_block=_block(have) if _packed(have) else None)
@@ -204,8 +213,11 @@ class _Alter(ExprMutator):
             alter = _BUILT_IN.get(call.op.name)
         if alter is not None:
             original = [self._convert(a, "NCHW") for a in call.args]
-            new = alter(dict(call.attrs), original, [self.nchw_type[id(a)] for a in call.args],
-                        call.ty)
+            types = [self.nchw_type[id(a)] for a in call.args]
+            new = alter(dict(call.attrs), original, types, call.ty)
+            if built_in_conv and new is not None and \
+                    _logged_nchw_is_faster(call.op, dict(call.attrs), types, new):
+                new = None
             if isinstance(new, Call) and new.attrs.get("data_layout", "NCHW") != "NCHW":
                 layout = new.attrs["data_layout"]
                 data = self._convert(call.args[0], layout)
@@ -227,6 +239,35 @@ class _Alter(ExprMutator):
                 return out
         args = [self._convert(a, "NCHW") for a in call.args]
         return Call(call.op, args, call.attrs, call.ty)  # its layout and type unchanged
+
+
+def _logged_nchw_is_faster(op: Op, attrs: dict, types: list, packed: Call) -> bool:
+    """Whether the build should keep a convolution in NCHW although the built-in
+    alteration packs it: the two are implementations of one op (the conv2d_nchw and
+    conv2d_nchwc templates, or the depthwise ones), each a task of its own, and the
+    build takes the fastest logged one (TVM's select_implementation under AutoTVM):
+    the NCHW one when only it has a record, or both have and its time is lower. With no
+    record of either, the packed one (the default). The NCHW workload is asked about
+    with its warnings silenced: it is no kernel of this build unless it wins."""
+    data_ty, weight_ty = types
+    data, weight = Var("data", data_ty), Var("weight", weight_ty)
+    layout, kernel_layout = packed.attrs["data_layout"], packed.attrs["kernel_layout"]
+    packed_call = Call(packed.op, (tensor_ops.layout_transform(data, "NCHW", layout),
+                                   tensor_ops.layout_transform(weight, "OIHW", kernel_layout)),
+                       packed.attrs)
+    packed_s = _anchor_seconds(Function([data, weight], packed_call))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nchw_s = _anchor_seconds(Function([data, weight], Call(op, (data, weight), attrs)))
+    return nchw_s is not None and (packed_s is None or nchw_s < packed_s)
+
+
+def _anchor_seconds(fn: Function) -> float | None:
+    """The logged time (strategy.Implementation.info["record_seconds"], set when the
+    dispatch context applied a record) of the implementation the op strategies give
+    `fn`'s body, a typed call; None when no record is applied."""
+    impl = select_implementation(infer_type(fn).body)
+    return None if impl is None else impl.info.get("record_seconds")
 
 
 def alter_op_layout(func: Function) -> Function:

@@ -1,7 +1,11 @@
 """A model built at opt_level 3 inside ApplyHistoryBest: its packed (NCHW[x]c) layers'
 workloads are those of the conv2d_nchwc and depthwise_conv2d_nchwc templates, so the
-configs logged for the templates schedule them, and the model still computes right."""
+configs logged for the templates schedule them, and the model still computes right; a
+convolution whose NCHW implementation the log says is faster stays NCHW."""
+import warnings
+
 import numpy as np
+import pytest
 
 import records
 import search_spaces
@@ -9,7 +13,7 @@ import tuner
 from compiler import graph
 from compiler.graph.reference import evaluate
 from compiler.transform.pass_infra import PassContext
-from records.apply_history_best import ApplyHistoryBest
+from records.apply_history_best import ApplyHistoryBest, FallbackWarning
 
 TARGET = "llvm -mcpu=skylake-avx512 -mattr=+avx512f -num-cores=4"
 CONV = ("conv2d_nchwc", (1, 16, 11, 11, 16, 3, 3, 1, 1, 16, 16))
@@ -49,3 +53,44 @@ def test_the_logged_best_schedules_the_packed_layers(tmp_path):
         assert infos[name]["record"] is not None
     data = np.random.default_rng(4).standard_normal((1, 16, 11, 11)).astype("float32")
     np.testing.assert_allclose(lib.run(x=data)[0], evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+NCHW = ("conv2d_nchw", (1, 16, 11, 11, 16, 3, 3, 1, 1))
+NCHW_DEPTHWISE = ("depthwise_conv2d_nchw", (1, 16, 11, 11, 3, 3, 2, 1))
+
+
+def log(path, times: dict):
+    """A log holding one record of each workload of `times` ({(name, args): seconds})."""
+    with records.Database(path) as db:
+        for (name, args), seconds in times.items():
+            task = tuner.Task(name, args, target=TARGET)
+            db.add(task, [tuner.MeasureInput(task, search_spaces.space(name, *args).get(0))],
+                   [tuner.MeasureResult((seconds, seconds), tuner.MeasureErrorNo.NO_ERROR, "",
+                                        0.01, 1.0, "testhost")])
+
+
+@pytest.mark.parametrize("times, nchw", [
+    ({CONV: 1e-6, NCHW: 2e-6}, []),                       # packed logged faster
+    ({CONV: 2e-6, NCHW: 1e-6}, ["conv2d_nchw"]),          # NCHW logged faster
+    ({NCHW_DEPTHWISE: 1e-6}, ["depthwise_conv2d_nchw"]),  # only NCHW logged
+    ({DEPTHWISE: 1e-6, CONV: 1e-6}, []),                  # only packed logged
+])
+def test_the_build_takes_the_faster_logged_implementation_of_a_convolution(tmp_path, times,
+                                                                          nchw):
+    """conv2d_nchw and conv2d_nchwc (and their depthwise forms) compute one op: at
+    opt_level 3 a convolution is packed unless the log says its NCHW implementation is
+    faster (or only it is logged); the model computes right either way."""
+    log(tmp_path / "tune.db", times)
+    fn = model()
+    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET), PassContext(opt_level=3), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        lib = graph.build(graph.IRModule.from_expr(fn))
+    templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
+    assert [t for t in templates if t in NCHW_TEMPLATES] == nchw
+    assert len(templates) == 2
+    data = np.random.default_rng(4).standard_normal((1, 16, 11, 11)).astype("float32")
+    np.testing.assert_allclose(lib.run(x=data)[0], evaluate(fn, data), rtol=1e-4, atol=1e-4)
+
+
+NCHW_TEMPLATES = ("conv2d_nchw", "depthwise_conv2d_nchw")

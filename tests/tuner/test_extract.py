@@ -80,3 +80,14 @@ def test_a_task_of_a_kernel_with_a_tail_is_the_bare_anchors_workload():
     z = graph.nn.relu(graph.nn.conv2d(graph.nn.relu(y), w, padding=(1, 1)))
     tasks, weights = extract_tasks(graph.IRModule.from_expr(graph.Function([x], z)))
     assert tasks == [Task("conv2d_nchw", (1, 16, 9, 9, 16, 3, 3, 1, 1))] and weights == [2]
+
+
+def test_alternatives_add_the_nchw_implementations_of_the_packed_convolutions():
+    mod, params = from_onnx(resnet18(size=64))
+    with PassContext(opt_level=3):
+        tasks, weights = extract_tasks(mod, params, alternatives=True)
+    packed, nchw = resnet_tasks(packed=True), resnet_tasks(packed=False)[:-1]
+    assert list(zip(tasks, weights)) == packed + nchw  # each NCHW conv as heavy as packed
+    with PassContext(opt_level=2):  # nothing packed: no alternatives to add
+        assert extract_tasks(mod, params, alternatives=True)[0] == [
+            t for t, _ in resnet_tasks(packed=False)]

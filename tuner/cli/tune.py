@@ -57,7 +57,8 @@ def _tasks_file(path: str, target: str) -> list:
     return tasks
 
 
-def _model_tasks(path: str, shapes: dict, opt_level: int, target: str) -> tuple[list, list]:
+def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
+                 alternatives: bool) -> tuple[list, list]:
     """The tasks of ONNX model `path` and their weights (tuner.extract_tasks), under the
     graph passes of `opt_level`, as `autosched compile` will build it."""
     from compiler.errors import BuildError, FrontendError
@@ -68,7 +69,8 @@ def _model_tasks(path: str, shapes: dict, opt_level: int, target: str) -> tuple[
     try:
         mod, params = from_onnx(path, shape=shapes)
         with PassContext(opt_level=opt_level):
-            tasks, weights = extract_tasks(mod, params, target=target)
+            tasks, weights = extract_tasks(mod, params, target=target,
+                                           alternatives=alternatives)
     except (FrontendError, BuildError) as err:
         raise BadInput(str(err)) from None
     if not tasks:
@@ -128,8 +130,11 @@ def _parse_duration(_ctx, _param, text: str | None) -> float | None:
               help="Configs measured (and logged) at a time.")
 @shape_option
 @opt_level_option
+@click.option("--alternatives", is_flag=True,
+              help="For a model: tune the NCHW implementation of every packed convolution "
+                   "too; the build takes the faster logged one.")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
-         parallel, ray_address, seed, batch_size, shapes, opt_level):
+         parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -149,7 +154,7 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
         raise BadInput("--shape is for a model (tune MODEL.onnx --shape NAME:DIMS)")
     weights = None
     if model is not None:
-        tasks, weights = _model_tasks(model, shapes, opt_level, target)
+        tasks, weights = _model_tasks(model, shapes, opt_level, target, alternatives)
         _print_model_tasks(model, tasks, weights)
     else:
         tasks = (_tasks_file(tasks_path, target) if tasks_path
