@@ -258,3 +258,31 @@ def test_a_graph_kernel_gets_the_logged_config_of_its_anchor(db):
         assert info["record_gflops"] == pytest.approx(task.flop / 1e-6 / 1e9)
         with pytest.warns(FallbackWarning):
             assert kernel_info(5)["fallback"] is True
+
+
+def test_a_model_gets_another_cpus_record_only_when_its_cpu_has_none(db):
+    """A whole-model build: the layer's record of the same CPU is applied although
+    another CPU's is faster; once the same CPU's is stale (another template version),
+    the other CPU's is, and once that is stale too, the fallback."""
+    args = (1, 4, 9, 9, 8, 3, 3, 1, 1)
+    x = graph.var("x", shape=(1, 4, 9, 9))
+    w = graph.const(np.ones((8, 4, 3, 3), "float32"))
+    mod = graph.IRModule.from_expr(graph.Function([x], graph.nn.relu(
+        graph.nn.conv2d(x, w, padding=1))))
+    for target, index, seconds in ((SAME_CPU, 3, 2e-6), (SAME_WIDTH, 2, 1e-6)):
+        task = tuner.Task("conv2d_nchw", args, target=target)
+        db.add(task, [tuner.MeasureInput(task, search_spaces.space("conv2d_nchw",
+                                                                   *args).get(index))],
+               [tuner.MeasureResult((seconds, seconds), tuner.MeasureErrorNo.NO_ERROR, "",
+                                    0.01, float(next(_timestamps)), "testhost")])
+
+    def applied():
+        with ApplyHistoryBest(db, target=HERE), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FallbackWarning)
+            info = graph.build(mod).plan["steps"][0]["info"]
+        return info["config"], info["fallback"]
+    assert applied() == ("#3", False)
+    db.conn.execute("UPDATE records SET template_version = '0ld' WHERE config_index = 3")
+    assert applied() == ("#2", False)
+    db.conn.execute("UPDATE records SET template_version = '0ld'")
+    assert applied()[1] is True
