@@ -8,14 +8,14 @@ one), the ratios, and whether our output matches ONNX Runtime's.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/models.py [--models resnet18]
 
-With --tune DURATION (issue 18), each model is first tuned for that long
+With --tune --time-budget DURATION (issue 18), each model is first tuned for that long
 (tuner.extract_tasks, then TaskScheduler weighted by the kernels per task, the log
 --db, resumed when it exists), and the table adds our tuned latency; it prints the
 tuning wall time and trials, and per task its weight and its confirmed best's speedup
 over the fallback (re-timed side by side in alternating rounds when the task's tuning
 ended).
 
-    python benchmarks/models.py --tune 45m,15m,20m --db models.db   # per model
+    python benchmarks/models.py --tune --time-budget 45m,15m,20m --db models.db  # per model
 """
 from __future__ import annotations
 
@@ -175,17 +175,18 @@ def main():
     p.add_argument("--opt-level", type=int, default=3,
                    help="the graph passes' opt level (3, as `autosched compile`: FoldScaleAxis "
                         "and AlterOpLayout run)")
-    p.add_argument("--tune", metavar="DURATION[,DURATION...]",
-                   help="tune each model this long first (1h, 20m, seconds; one for all "
-                        "models or one per model, in --models' order)")
+    p.add_argument("--tune", action="store_true", help="tune each model first")
+    p.add_argument("--time-budget", default="20m", metavar="DURATION[,DURATION...]",
+                   help="how long --tune tunes (1h, 20m, seconds; one for all models or "
+                        "one per model, in --models' order; default 20m)")
     p.add_argument("--db", default="models.db", help="the tuning log (resumed)")
     opt = p.parse_args()
     names = opt.models.split(",")
-    budgets = [duration(t) for t in opt.tune.split(",")] if opt.tune else [None]
+    budgets = [duration(t) for t in opt.time_budget.split(",")] if opt.tune else [None]
     if len(budgets) == 1:
         budgets *= len(names)
     if len(budgets) != len(names):
-        raise SystemExit(f"--tune: {len(budgets)} durations for {len(names)} models")
+        raise SystemExit(f"--time-budget: {len(budgets)} durations for {len(names)} models")
     for name, budget in zip(names, budgets):
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
