@@ -86,7 +86,7 @@ class Database:
         # Refuse a foreign or newer file before anything writes to it (even the switch
         # to WAL rewrites its header).
         version = schema.log_version(self.conn, self.path)
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        self._switch_to_wal(timeout)
         self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across crashes
         self.conn.execute("PRAGMA foreign_keys = ON")
         if version == schema.SCHEMA_VERSION:
@@ -98,6 +98,20 @@ class Database:
                 schema.create(self.conn)
             elif version < schema.SCHEMA_VERSION:
                 self.upgraded_from = (version, schema.upgrade(self.conn, self.path, version))
+
+    def _switch_to_wal(self, timeout: float) -> None:
+        """PRAGMA journal_mode = WAL, tried again until `timeout`: while another process
+        switches a new file to WAL, SQLite answers "database is locked" at once, without
+        waiting on the busy timeout (two processes creating one log, 1 open in 30)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @contextmanager
     def transaction(self):
