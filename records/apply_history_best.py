@@ -80,13 +80,30 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
     def describe(self, workload) -> dict | None:
         """The record that `query` applies to `workload`: {"record": its id,
         "record_seconds": its time (the confirmed one when confirmed), "record_gflops":
-        at that time, "confirmed": whether a confirmation ranked it}; None when it
-        applies none."""
+        at that time, "confirmed": whether a confirmation ranked it, "tier": whose target
+        it was tuned for (see _said)}; None when it applies none."""
         record = self._records.get(getattr(workload, "workload", workload))
-        if record is None:
-            return None
+        return None if record is None else self._said(record)
+
+    def logged(self, workload) -> dict | None:
+        """What `describe` would say of `workload` had `query` applied its record, read
+        without applying, warning or remembering it (a build probing an implementation
+        it may not use, compiler.graph.strategy.probing); None when the log has no
+        usable record of it."""
+        workload = getattr(workload, "workload", workload)
+        record = self._records.get(workload)
+        if record is None and workload not in self._best:
+            record = self.database.best_for_target(workload, self.target)
+        return None if record is None else self._said(record)
+
+    def _said(self, record) -> dict:
+        """describe's answer for `record`; "tier": how near its task's target is to this
+        context's: "target" (the same), "cpu" (the same CPU) or "vector width"."""
+        tier = "target" if record.target == str(self.target) else \
+            "cpu" if Target(record.target).mcpu == self.target.mcpu else "vector width"
         return {"record": record.id, "record_seconds": record.cost,
-                "record_gflops": record.best_gflops, "confirmed": record.confirmed}
+                "record_gflops": record.best_gflops, "confirmed": record.confirmed,
+                "tier": tier}
 
     def __enter__(self) -> ApplyHistoryBest:
         if self._owns and self.database is None:  # entered again after being left

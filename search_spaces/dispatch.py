@@ -39,6 +39,13 @@ class DispatchContext:
         a build's report (ApplyHistoryBest: the record, its time and GFLOPS), or None."""
         return None
 
+    def logged(self, workload: tuple) -> dict | None:
+        """What this context would tell of `workload` in `describe` if asked to apply
+        it, without applying, warning or remembering anything: how a build chooses
+        between two implementations of one op (compiler.graph.strategy.probing). None
+        (the default) when it knows nothing of the workload."""
+        return None
+
     def __enter__(self) -> DispatchContext:
         _stack().append(self)
         return self
@@ -102,6 +109,16 @@ def dispatch_from(workload: tuple) -> tuple[ConfigEntity, DispatchContext]:
         if config is not None:
             return config, ctx
     return _DEFAULT.query(workload), _DEFAULT
+
+
+def logged(workload: tuple) -> dict | None:
+    """What the innermost context that knows anything of `workload` logged of it
+    (DispatchContext.logged), or None when none does."""
+    for ctx in reversed(_stack()):
+        found = ctx.logged(workload)
+        if found is not None:
+            return found
+    return None
 
 
 def instantiate(name: str, *args, config: ConfigEntity | None = None):

@@ -28,13 +28,13 @@ from __future__ import annotations
 from compiler import ops, te
 from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
 from compiler.graph.expr import Call
-from compiler.graph.strategy import Implementation, register_strategy
+from compiler.graph.strategy import Implementation, is_probing, register_strategy
 
 from .config_space import ConfigEntity
 from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
-from .dispatch import dispatch_from
+from .dispatch import dispatch_from, logged
 from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
 from .registry import get_template
 
@@ -43,13 +43,19 @@ def _configured(name: str, args: tuple) -> tuple[tuple, ConfigEntity, dict]:
     """The bound workload arguments of template `name`, the config the dispatch contexts
     choose for them (checked to be a point of the template's space, as instantiate
     does), and the `info` the build and its profile show (with what the choosing context
-    says of it: ApplyHistoryBest's record, its time and GFLOPS)."""
+    says of it: ApplyHistoryBest's record, its time and GFLOPS). Inside
+    compiler.graph.strategy.probing(): the fallback config, and what the contexts have
+    logged of the workload without applying it."""
     tmpl = get_template(name)
     args = tmpl.bind(args)
-    cfg, ctx = dispatch_from((name, args))
-    tmpl.space(args).check(cfg)
+    if is_probing():  # what the log knows of it, and no config applied
+        cfg, said = tmpl.space(args).fallback(), logged((name, args))
+    else:
+        cfg, ctx = dispatch_from((name, args))
+        tmpl.space(args).check(cfg)
+        said = ctx.describe((name, args))
     info = {"template": name, "workload": f"{name}{args!r}", "config": f"#{cfg.index}",
-            "fallback": bool(cfg.is_fallback), **(ctx.describe((name, args)) or {})}
+            "fallback": bool(cfg.is_fallback), **(said or {})}
     return args, cfg, info
 
 

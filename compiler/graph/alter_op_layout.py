@@ -23,8 +23,10 @@ built and no weight is repacked at run time.
 Under a dispatch context that applies records (records.ApplyHistoryBest), the built-in
 conv2d alteration is a choice between two implementations of the op, each a tuning task
 of its own (tuner.extract_tasks(alternatives=True)): a convolution stays in NCHW when its
-NCHW template's record is faster than its packed template's, or is the only one logged
-(TVM's select_implementation under AutoTVM takes the fastest logged implementation).
+NCHW template's record is nearer this target or, in the same tier, faster than its packed
+template's, or is the only one logged (TVM's select_implementation under AutoTVM takes
+the fastest logged implementation). The records are probed (strategy.probing), not
+applied: no warning, no config, for the implementation the build does not use.
 
 Built in, for nn.dense (`alter_dense_pack`): a constant weight is packed in panels of
 rows at build time and the call becomes nn.contrib_dense_pack, whose kernel reads the
@@ -43,7 +45,6 @@ other op, and the function's result, get their packed operands transformed back 
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 
 from ..ops.pattern import OpPattern
@@ -53,7 +54,7 @@ from .functor import ExprMutator
 from .infer_type import infer_type
 from .op import Op, get_op
 from .reference import pack_dense_weight
-from .strategy import select_implementation
+from .strategy import probing, select_implementation
 
 _ALTER: dict[str, Callable] = {}
 BLOCKS = (16, 8)
@@ -245,29 +246,43 @@ def _logged_nchw_is_faster(op: Op, attrs: dict, types: list, packed: Call) -> bo
     """Whether the build should keep a convolution in NCHW although the built-in
     alteration packs it: the two are implementations of one op (the conv2d_nchw and
     conv2d_nchwc templates, or the depthwise ones), each a task of its own, and the
-    build takes the fastest logged one (TVM's select_implementation under AutoTVM):
-    the NCHW one when only it has a record, or both have and its time is lower. With no
-    record of either, the packed one (the default). The NCHW workload is asked about
-    with its warnings silenced: it is no kernel of this build unless it wins."""
+    build takes the fastest logged one (TVM's select_implementation under AutoTVM).
+
+    Both are probed (strategy.probing: what the log says, nothing applied). With no
+    record of the NCHW one, the packed one (the default, and the only probe a build
+    without a log pays). With a record of it only, the NCHW one. With both, the one
+    whose record is nearer (tuned for this very target, else for its CPU, else for its
+    vector width: times are compared only between records of one tier), then the faster.
+    A confirmed time and the best of a task's trials are compared as they stand, as
+    ApplyHistoryBest compares the tasks of one tier."""
     data_ty, weight_ty = types
     data, weight = Var("data", data_ty), Var("weight", weight_ty)
+    nchw = _logged(Function([data, weight], Call(op, (data, weight), attrs)))
+    if nchw is None:
+        return False
     layout, kernel_layout = packed.attrs["data_layout"], packed.attrs["kernel_layout"]
     packed_call = Call(packed.op, (tensor_ops.layout_transform(data, "NCHW", layout),
                                    tensor_ops.layout_transform(weight, "OIHW", kernel_layout)),
                        packed.attrs)
-    packed_s = _anchor_seconds(Function([data, weight], packed_call))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nchw_s = _anchor_seconds(Function([data, weight], Call(op, (data, weight), attrs)))
-    return nchw_s is not None and (packed_s is None or nchw_s < packed_s)
+    other = _logged(Function([data, weight], packed_call))
+    return other is None or nchw < other
 
 
-def _anchor_seconds(fn: Function) -> float | None:
-    """The logged time (strategy.Implementation.info["record_seconds"], set when the
-    dispatch context applied a record) of the implementation the op strategies give
-    `fn`'s body, a typed call; None when no record is applied."""
-    impl = select_implementation(infer_type(fn).body)
-    return None if impl is None else impl.info.get("record_seconds")
+_TIERS = ("target", "cpu", "vector width")  # ApplyHistoryBest's, nearest first
+
+
+def _logged(fn: Function) -> tuple | None:
+    """(tier rank, seconds) of the record the dispatch contexts hold for the
+    implementation the op strategies give `fn`'s body (a typed call), so that the
+    smaller tuple is the nearer record or, in one tier, the faster kernel; None when no
+    record is logged (strategy.Implementation.info has no "record_seconds")."""
+    with probing():
+        impl = select_implementation(infer_type(fn).body)
+    info = {} if impl is None else impl.info
+    if info.get("record_seconds") is None:
+        return None
+    tier = info.get("tier")
+    return _TIERS.index(tier) if tier in _TIERS else len(_TIERS), info["record_seconds"]
 
 
 def alter_op_layout(func: Function) -> Function:

@@ -18,11 +18,20 @@ calls register_strategy), loaded once per process on the first select_implementa
 An entry point is how a build finds the template package without the user importing
 it and without an import from the compiler upwards; the template package's own entry
 point is `search_spaces.strategies:register`.
+
+Probing: a pass that must choose between implementations of one op before the build
+(AlterOpLayout: keep a convolution in NCHW or pack it) asks the strategies inside
+`with probing():`. A strategy then reports in `info` what the dispatch contexts know of
+the workload (ApplyHistoryBest: its best record, without applying it, warning or
+remembering the question) and applies no config: the probed workload is no kernel of
+the build unless it wins.
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
@@ -115,6 +124,25 @@ def load_strategies() -> None:
                                     f"{type(e).__name__}: {e}") from e
             _loaded.add(key)
         _all_loaded = True
+
+
+_PROBING: ContextVar[bool] = ContextVar("autosched_strategy_probing", default=False)
+
+
+@contextmanager
+def probing():
+    """`with probing():` select_implementation answers what the strategies know of an
+    implementation (see the module docstring) instead of configuring a kernel."""
+    token = _PROBING.set(True)
+    try:
+        yield
+    finally:
+        _PROBING.reset(token)
+
+
+def is_probing() -> bool:
+    """Whether the strategies are asked inside `probing()` (they read it)."""
+    return _PROBING.get()
 
 
 def select_implementation(call: Call) -> Implementation | None:

@@ -254,7 +254,7 @@ def test_a_graph_kernel_gets_the_logged_config_of_its_anchor(db):
         assert info == {"template": "conv2d_nchw", "workload": f"conv2d_nchw{args!r}",
                         "config": "#17", "fallback": False, "record": info["record"],
                         "record_seconds": 1e-6, "record_gflops": info["record_gflops"],
-                        "confirmed": False}  # the record the log applied: its id, time
+                        "confirmed": False, "tier": "target"}  # the record applied: id, time
         assert info["record_gflops"] == pytest.approx(task.flop / 1e-6 / 1e9)
         with pytest.warns(FallbackWarning):
             assert kernel_info(5)["fallback"] is True

@@ -59,11 +59,12 @@ NCHW = ("conv2d_nchw", (1, 16, 11, 11, 16, 3, 3, 1, 1))
 NCHW_DEPTHWISE = ("depthwise_conv2d_nchw", (1, 16, 11, 11, 3, 3, 2, 1))
 
 
-def log(path, times: dict):
-    """A log holding one record of each workload of `times` ({(name, args): seconds})."""
+def log(path, times: dict, targets: dict | None = None):
+    """A log holding one record of each workload of `times` ({(name, args): seconds}),
+    tuned for TARGET unless `targets` ({(name, args): target}) names another."""
     with records.Database(path) as db:
         for (name, args), seconds in times.items():
-            task = tuner.Task(name, args, target=TARGET)
+            task = tuner.Task(name, args, target=(targets or {}).get((name, args), TARGET))
             db.add(task, [tuner.MeasureInput(task, search_spaces.space(name, *args).get(0))],
                    [tuner.MeasureResult((seconds, seconds), tuner.MeasureErrorNo.NO_ERROR, "",
                                         0.01, 1.0, "testhost")])
@@ -94,3 +95,40 @@ def test_the_build_takes_the_faster_logged_implementation_of_a_convolution(tmp_p
 
 
 NCHW_TEMPLATES = ("conv2d_nchw", "depthwise_conv2d_nchw")
+
+
+SAME_CPU = "llvm -mcpu=skylake-avx512 -mattr=+avx512f -num-cores=2"  # TARGET's CPU
+
+
+@pytest.mark.parametrize("elsewhere, nchw", [
+    (NCHW, []),                # a faster NCHW record of another target of the CPU
+    (CONV, ["conv2d_nchw"]),  # a faster packed one of another target of the CPU
+])
+def test_only_records_of_one_tier_are_compared_by_time(tmp_path, elsewhere, nchw):
+    """The record tuned for the build's own target says more than a faster one tuned
+    for another target of its CPU: the nearer implementation is taken, as
+    ApplyHistoryBest takes the nearer record of one workload."""
+    log(tmp_path / "tune.db", {CONV: 2e-6, NCHW: 2e-6} | {elsewhere: 1e-6},
+        targets={elsewhere: SAME_CPU})
+    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET), PassContext(opt_level=3), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        lib = graph.build(graph.IRModule.from_expr(model()))
+    templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
+    assert [t for t in templates if t == "conv2d_nchw"] == nchw
+
+
+def test_probing_the_nchw_implementation_neither_warns_nor_hides_a_later_warning(tmp_path):
+    """At opt_level 3 the NCHW workloads are only probed: the FallbackWarnings name the
+    packed workloads the build schedules; a later opt_level 2 build in the same context
+    schedules the NCHW ones and warns of them (the probe remembered nothing)."""
+    log(tmp_path / "tune.db", {("conv2d_nchw", (1, 8, 7, 7, 8, 3, 3, 1, 1)): 1e-6})
+    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET) as ctx:
+        for level, expected in ((3, {CONV, DEPTHWISE}), (2, {NCHW, NCHW_DEPTHWISE})):
+            with PassContext(opt_level=level), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                graph.build(graph.IRModule.from_expr(model()))
+            warned = [str(w.message) for w in caught if w.category is FallbackWarning]
+            assert len(warned) == len(expected), warned
+            assert all(any(m.startswith(f"{n}{a}") for n, a in expected) for m in warned)
+            assert not ctx.describe(NCHW) and not ctx.describe(CONV)
