@@ -57,6 +57,10 @@ def main():
             warnings.simplefilter("ignore")
             lib = graph.build(fused_model(*args[:9]))
     step = next(st for st in lib.plan["steps"] if "nn.conv2d" in st["ops"])
+    bound = search_spaces.get_template("conv2d_nchwc").bind(args)
+    if step["info"]["workload"] != f"conv2d_nchwc{bound!r}":  # else the ratio means nothing
+        sys.exit(f"the fused kernel's anchor is {step['info']['workload']}, not "
+                 f"conv2d_nchwc{bound!r}: --layer must name the packing the build chooses")
     kind = "fallback" if cfg.is_fallback else "logged"
     print(f"conv2d_nchwc{args}: config #{cfg.index} ({kind}); fused kernel "
           f"{'+'.join(step['ops'])}, its config {step['info']['config']}")

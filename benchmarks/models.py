@@ -37,6 +37,7 @@ from compiler import graph  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from tuner import Measurer, TaskScheduler, extract_tasks  # noqa: E402
+from tuner.cli.tune import estimated_latencies, parse_duration  # noqa: E402
 
 
 def seconds(fn, least: float = 0.2) -> float:
@@ -65,16 +66,19 @@ def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> 
                                   tuner="xgb", time_budget=budget, weights=weights)
         states = scheduler.run()
     wall = time.perf_counter() - start
+    estimates = estimated_latencies(scheduler)
     print(f"{name}: tuned {scheduler.done} trials in {wall / 60:.1f} min (ended: "
-          f"{scheduler.stop_reason}); estimated kernel time "
-          f"{scheduler.estimated_latency(untuned=True) * 1e3:.2f} ms untuned -> "
-          f"{scheduler.estimated_latency() * 1e3:.2f} ms tuned")
+          f"{scheduler.stop_reason}); estimated kernel time " + (
+              "unknown" if estimates is None else
+              f"{estimates[1] * 1e3:.2f} ms untuned -> {estimates[0] * 1e3:.2f} ms tuned"))
     for state, weight in zip(states, weights):
-        c = state.confirmation
-        best = f"#{c.best.config.index}" if c and not c.best.fallback else "the fallback"
-        print(f"    {state.task.name}{state.task.args} x{weight}: {state.done} trials, "
-              f"confirmed best {best} {state.speedup or 1.0:.3f}x the fallback"
-              f"{f' ({c.rounds} rounds)' if c else ' (not confirmed in this run)'}")
+        c, speedup = state.confirmation, f"{state.speedup or 1.0:.3f}x the fallback"
+        if c is None:
+            found = f"best in the log {speedup} (not confirmed in this run)"
+        else:
+            best = "the fallback" if c.best.fallback else f"#{c.best.config.index}"
+            found = f"confirmed best {best} {speedup} ({c.rounds} rounds)"
+        print(f"    {state.task.name}{state.task.args} x{weight}: {state.done} trials, {found}")
 
 
 def openvino_runner(path: str, x):
@@ -159,13 +163,12 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -
     for r in top:
         print(f"    {r['kernel']:10s} {r['seconds'] * 1e3:7.2f} ms {r['share']:5.1%}  "
               f"{'+'.join(r['ops'])}  {r['template'] or ''} "
-              f"{'fallback' if r['fallback'] else r.get('record_gflops') or ''}")
+              f"{'fallback' if r['fallback'] else gflops(r.get('record_gflops'))}")
 
 
-def duration(text: str) -> float:
-    """Seconds of "1h", "20m", "90s" or plain seconds."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+def gflops(value) -> str:
+    """A logged record's GFLOPS as the profile shows it ('' when unknown)."""
+    return "" if value is None else f"record at {value:.1f} GFLOPS"
 
 
 def main():
@@ -182,7 +185,7 @@ def main():
     p.add_argument("--db", default="models.db", help="the tuning log (resumed)")
     opt = p.parse_args()
     names = opt.models.split(",")
-    budgets = [duration(t) for t in opt.time_budget.split(",")] if opt.tune else [None]
+    budgets = [parse_duration(t) for t in opt.time_budget.split(",")] if opt.tune else [None]
     if len(budgets) == 1:
         budgets *= len(names)
     if len(budgets) != len(names):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import ops, te
+from compiler.graph.reference import unpack_dense_weight
 
 from .registry import template
 
@@ -178,8 +179,7 @@ def dense(cfg, M: int, N: int, K: int):
 def dense_pack_reference(inputs, M, N, K, block):
     """numpy `dense_pack`: X @ W.T, W unpacked from its panels."""
     X, packed = inputs
-    W = packed.transpose(0, 2, 1).reshape(N, K)
-    return (X.astype("float64") @ W.T).astype("float32")
+    return (X.astype("float64") @ unpack_dense_weight(packed).T).astype("float32")
 
 
 @template("dense_pack", reference=dense_pack_reference)

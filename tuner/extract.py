@@ -32,6 +32,9 @@ from compiler.transform.pass_infra import PassContext
 
 from .task import Task
 
+NCHW_CONVOLUTIONS = ("conv2d_nchw", "depthwise_conv2d_nchw")
+"""The templates of convolutions that AlterOpLayout may pack instead."""
+
 
 def extract_tasks(mod, params: dict | None = None, target="llvm",
                   alternatives: bool = False) -> tuple[list, list]:
@@ -42,7 +45,7 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     no task."""
     counts = _workloads(graph.optimize(mod, params))
     ctx = PassContext.current()
-    if alternatives and "AlterOpLayout" not in ctx.disabled_pass and ctx.opt_level >= 3:
+    if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
         unpacked = dataclasses.replace(ctx, instruments=(),
                                        disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
         with unpacked:
@@ -51,10 +54,6 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
                     counts[workload] = n
     tasks = [Task(name, args, target) for name, args in counts]
     return tasks, list(counts.values())
-
-
-NCHW_CONVOLUTIONS = ("conv2d_nchw", "depthwise_conv2d_nchw")
-"""The templates of convolutions that AlterOpLayout may pack instead."""
 
 
 def _workloads(fused) -> dict[tuple, int]:

@@ -35,8 +35,9 @@ of tasks. With `weights` (a model's tasks: how many kernels of the model each on
 schedules, tuner/extract.py) the loop minimises the model's estimated latency, the sum
 over tasks of weight x best cost (Ansor's objective): the batch goes to the task whose
 expected fall of that sum per trial is the largest, weight x best cost x its relative
-fall per trial over its last two batches, ties (no task improving lately) to the task
-that holds the largest part of the sum; the round-robin turns and early stopping stay.
+fall per trial over its last two batches; ties (no task improving lately) go to the
+task with the largest part of the sum per trial it had so far, so that such trials
+spread in proportion to the parts; the round-robin turns and early stopping stay.
 
 A task leaves the rotation when early stopping says it stopped improving or its
 space is exhausted; the run ends when the trials are spent, when the next batch would
@@ -48,6 +49,7 @@ that batch still run), and `run()` returns.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from collections import Counter
@@ -173,11 +175,11 @@ class TaskScheduler:
         if weights is not None:
             weights = list(weights)
             if len(weights) != len(tasks) or not all(
-                    isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0
-                    for w in weights):
+                    isinstance(w, numbers.Real) and not isinstance(w, bool) and
+                    math.isfinite(w) and w > 0 for w in weights):
                 raise ValueError(f"TaskScheduler: weights must be {len(tasks)} positive "
                                  f"numbers, one per task, got {weights!r}")
-        self.weights = weights
+        self.weights = None if weights is None else [float(w) for w in weights]
         for name, value, least in (("trials", trials, 0), ("batch_size", batch_size, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"TaskScheduler: {name} must be an integer >= {least}, "
@@ -357,8 +359,9 @@ class TaskScheduler:
         def share(s: TaskState) -> float:  # its part of the estimated latency
             cost = s.best_cost if math.isfinite(s.best_cost) else s.fallback_cost
             return weight[id(s)] * (cost if cost is not None else 0.0)
-        return max(active, key=lambda s: (share(s) * s.improvement_rate(window), share(s),
-                                          -s.done))
+        # no task improving: trials in proportion to the shares, not all to the largest
+        return max(active, key=lambda s: (share(s) * s.improvement_rate(window),
+                                          share(s) / (s.done + 1), -s.done))
 
     def _batch(self, state: TaskState) -> None:
         """Measure, learn from and log one batch of `state`'s task; update its state."""

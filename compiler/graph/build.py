@@ -6,9 +6,11 @@ them (Relay's relay.build and its graph executor).
 
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again,
-AlterOpLayout (opt_level 3: convolutions into NCHW[x]c) and FoldConstant once more, which
-packs the weights there and then, DeadCodeElimination, FuseOps (InferType first, as
-they require). Every fused function becomes one kernel (lower.py): its ops as te
+AlterOpLayout (opt_level 3: convolutions into NCHW[x]c, unless the dispatch context's
+log says a convolution's NCHW implementation is faster; a dense on constant weights
+into nn.contrib_dense_pack on panels) and FoldConstant once more, which packs the
+weights there and then, DeadCodeElimination, FuseOps (InferType first, as they
+require). Every fused function becomes one kernel (lower.py): its ops as te
 computes, its anchor scheduled by the strategy registered for it (strategy.py: a
 template's config under the current dispatch context) or by compiler.ops' schedules;
 one kernel per distinct function (equal text: the same ops on the same shapes). All

@@ -64,7 +64,9 @@ class Implementation:
         broadcast tail between them inlined, `out` tiled as the template's output.
     info: what was chosen, as plain JSON (it goes into the executor's plan and its
         profile): {"template": name, "workload": the workload as text, "config": the
-        config in short, "fallback": True when the config is the template's fallback}.
+        config in short, "fallback": True when the config is the template's fallback},
+        and what the choosing dispatch context says of its config (ApplyHistoryBest:
+        "record", "record_seconds", "record_gflops", "confirmed", "tier").
     workload: (template name, bound arguments): the workload the dispatch context was
         asked about, which is what whole-model tuning makes a task of.
     """

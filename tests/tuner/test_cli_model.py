@@ -62,6 +62,8 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
         (("tune", "no_anchor.onnx", "--db", "t.db"), "there is nothing to tune"),
         (("tune", "matmul", 16, 16, 16, "--shape", "x:1,2", "--db", "t.db"),
          "--shape is for a model"),
+        (("tune", "matmul", 16, 16, 16, "--alternatives", "--db", "t.db"),
+         "--alternatives is for a model"),
         (("bench", "dynamic.onnx", "3"), "a model takes no arguments"),
         (("compile", "dynamic.onnx", "-o", "d.so"), "input x has a dynamic dimension"),
         (("compile", "missing.onnx", "-o", "d.so"), "missing.onnx: no such file"),
@@ -97,7 +99,7 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
     assert infos[1] == {"template": "conv2d_nchw", "workload": f"conv2d_nchw{args!r}",
                         "config": "#5", "fallback": False, "record_seconds": 1e-6,
                         "record_gflops": pytest.approx(task.flop / 1e-6 / 1e9),
-                        "confirmed": False}
+                        "confirmed": False, "tier": "target"}
     assert isinstance(record, int)
     table = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
     assert table.returncode == 0, table.stderr

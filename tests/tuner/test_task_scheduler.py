@@ -163,7 +163,26 @@ def test_weights_steer_the_batches_to_the_task_that_lowers_the_model_latency_mos
     assert scheduler.estimated_latency() < untuned
 
 
+def test_tasks_that_stopped_improving_share_the_trials_by_their_part_of_the_latency(
+        tmp_path):
+    """No task improving: the batches spread in proportion to weight x cost (the
+    heavier task does not take every batch but the round-robin turns)."""
+    heavy, light = Task("matmul", (48, 48, 48)), Task("matmul", (40, 40, 40))
+    scheduler, states, _, _ = run(tmp_path, [heavy, light], 256,
+                                  FakeMeasurer(lambda config: 1e-3), weights=[3, 1])
+    done = {s.task: s.done for s in states}
+    assert 2 <= done[heavy] / done[light] <= 4, done
+
+
+def test_weights_may_be_numpy_numbers():
+    import numpy as np
+    scheduler = TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(),
+                              weights=np.array([4, 1], dtype=np.int64))
+    assert scheduler.weights == [4.0, 1.0]
+
+
 def test_bad_weights_are_value_errors():
-    for weights in ([1], [1, 0], [1, -2.0], [1, "2"], [True, 1]):
+    for weights in ([1], [1, 0], [1, -2.0], [1, "2"], [True, 1], [1, float("inf")],
+                    [float("nan"), 1]):
         with pytest.raises(ValueError, match="weights must be 2 positive numbers"):
             TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(), weights=weights)

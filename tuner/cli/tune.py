@@ -79,30 +79,40 @@ def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
     return tasks, weights
 
 
-def _print_model_tasks(path: str, tasks: list, weights: list) -> None:
+def _print_model_tasks(path: str, tasks: list, weights: list, alternatives: bool) -> None:
     from rich.table import Table
     table = Table("task", "kernels (weight)", "MFLOP per call")
     for task, weight in zip(tasks, weights):
         table.add_row(task_label(task.name, task.args), str(weight), f"{task.flop / 1e6:.1f}")
-    print_table(table, f"{path}: {len(tasks)} tasks for {sum(weights)} kernel calls")
+    console = print_table(table, f"{path}: {len(tasks)} tasks for {sum(weights)} kernel calls")
+    if alternatives:
+        console.print("--alternatives: a packed convolution and its NCHW implementation are "
+                      "two tasks, and the model's estimate counts both (an upper bound); "
+                      "the build runs the faster one")
 
 
-def _parse_duration(_ctx, _param, text: str | None) -> float | None:
-    """Seconds of a time budget: "8h", "30m", "90s", "1h30m", "1.5h" or plain seconds."""
-    if text is None:
-        return None
+def parse_duration(text: str) -> float:
+    """Seconds of a time budget: "8h", "30m", "90s", "1h30m", "1.5h" or plain seconds; a
+    ValueError that says what to write otherwise."""
     number = r"(\d+(?:\.\d*)?)"
     words = "".join(text.split()).lower()
     match = re.fullmatch(number, words) or \
         re.fullmatch(rf"(?:{number}h)?(?:{number}m)?(?:{number}s)?", words)
     if not words or match is None:
-        raise click.BadParameter(f"cannot read {text!r} as a duration; write e.g. 8h, 30m, "
-                                 f"90s, 1h30m or plain seconds")
+        raise ValueError(f"cannot read {text!r} as a duration; write e.g. 8h, 30m, "
+                         f"90s, 1h30m or plain seconds")
     parts = [float(g or 0) for g in match.groups()]
     total = parts[0] if len(parts) == 1 else parts[0] * 3600 + parts[1] * 60 + parts[2]
     if total <= 0:
-        raise click.BadParameter(f"{text!r} is no time at all; give a positive duration")
+        raise ValueError(f"{text!r} is no time at all; give a positive duration")
     return total
+
+
+def _duration_option(_ctx, _param, text: str | None) -> float | None:
+    try:
+        return None if text is None else parse_duration(text)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
 
 
 @click.command()
@@ -117,7 +127,7 @@ def _parse_duration(_ctx, _param, text: str | None) -> float | None:
 @db_option
 @click.option("--target", default="llvm", show_default=True,
               help='The target to tune for (e.g. "llvm -mcpu=skylake-avx512").')
-@click.option("--time-budget", callback=_parse_duration, metavar="DURATION",
+@click.option("--time-budget", callback=_duration_option, metavar="DURATION",
               help="Start no batch that would end after this: 8h, 30m, 90s, 1h30m, seconds.")
 @click.option("--early-stopping", type=click.IntRange(min=1), metavar="N",
               help="Stop tuning a task after N of its trials without improvement.")
@@ -150,17 +160,21 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     if bool(spec) == bool(tasks_path):
         raise BadInput("tune needs TEMPLATE ARGS..., MODEL.onnx or --tasks FILE (one of them)")
     model = spec[0] if len(spec) == 1 and spec[0].lower().endswith(".onnx") else None
-    if shapes and model is None:
-        raise BadInput("--shape is for a model (tune MODEL.onnx --shape NAME:DIMS)")
+    if model is None:
+        given = click.get_current_context().get_parameter_source("opt_level")
+        for option, used in (("--shape", shapes), ("--alternatives", alternatives),
+                             ("--opt-level", given == click.core.ParameterSource.COMMANDLINE)):
+            if used:
+                raise BadInput(f"{option} is for a model (tune MODEL.onnx {option} ...)")
+    check_log(db_path)  # before the model's extraction, which takes a while
     weights = None
     if model is not None:
         tasks, weights = _model_tasks(model, shapes, opt_level, target, alternatives)
-        _print_model_tasks(model, tasks, weights)
+        _print_model_tasks(model, tasks, weights, alternatives)
     else:
         tasks = (_tasks_file(tasks_path, target) if tasks_path
                  else [make_task(spec[0], spec[1:], target)])
     trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
-    check_log(db_path)
     measurer = start_measurer(ray_address, parallel, tasks)
     try:
         with open_log(db_path, create=True) as db:
@@ -311,10 +325,18 @@ def model_estimate(scheduler) -> str:
     of weight x best time, and how much faster that is than with the fallback configs
     (the time of the kernels the templates schedule; the rest of the model is not
     tuned). Empty for tasks that are no model."""
-    tuned, untuned = scheduler.estimated_latency(), scheduler.estimated_latency(untuned=True)
-    if tuned is None or untuned is None:
+    estimates = estimated_latencies(scheduler)
+    if estimates is None:
         return ""
+    tuned, untuned = estimates
     return f", model est. {format_seconds(tuned)} ({untuned / tuned:.2f}x untuned)"
+
+
+def estimated_latencies(scheduler) -> tuple[float, float] | None:
+    """(tuned, untuned) estimated latency of a weighted run's kernels
+    (TaskScheduler.estimated_latency), or None before both are known."""
+    tuned, untuned = scheduler.estimated_latency(), scheduler.estimated_latency(untuned=True)
+    return None if tuned is None or untuned is None else (tuned, untuned)
 
 
 def format_confirmation(state) -> str:
@@ -348,8 +370,9 @@ def _print_summary(scheduler, states, db, db_path: str, model: str | None = None
     console.print(f"{scheduler.done} trials in {format_clock(scheduler.elapsed())} "
                   f"(ended: {scheduler.stop_reason}); log {db_path}; best GFLOPS and vs "
                   f"fallback are confirmed: re-timed side by side in alternating rounds")
-    tuned, untuned = scheduler.estimated_latency(), scheduler.estimated_latency(untuned=True)
-    if model is not None and tuned is not None and untuned is not None:
+    estimates = estimated_latencies(scheduler)
+    if model is not None and estimates is not None:
+        tuned, untuned = estimates
         console.print(f"{model}: its template-scheduled kernels take an estimated "
                       f"{format_seconds(tuned)}, {untuned / tuned:.2f}x faster than untuned "
                       f"({format_seconds(untuned)}; per task its weight x its fallback's "
