@@ -127,7 +127,7 @@ class GraphExecutor:
     def profile(self, repeat: int = 5) -> list[dict]:
         """One row per step, in order: its kernel, the ops it fused, how its anchor was
         scheduled (template, config, fallback: None without a template; and record,
-        record_gflops, confirmed when the build applied a logged record), its median
+        record_gflops, confirmed, tier when the build applied a logged record), its median
         seconds over `repeat` timings (at least 10 ms each) and its share of their sum.
         Each kernel is called through its own packed function on the model's buffers,
         so every step reads the values the steps before it wrote."""
@@ -141,7 +141,7 @@ class GraphExecutor:
             rows.append({"kernel": step["kernel"], "ops": step["ops"],
                          "template": info.get("template"), "config": info.get("config"),
                          "fallback": info.get("fallback"),
-                         **{k: info[k] for k in ("record", "record_gflops", "confirmed")
+                         **{k: info[k] for k in ("record", "record_gflops", "confirmed", "tier")
                             if k in info},
                          "seconds": float(np.median(seconds))})
         total = sum(r["seconds"] for r in rows) or 1.0
