@@ -202,8 +202,10 @@ class _Alter(ExprMutator):
         return out
 
     def rewrite_call(self, call: Call):
-        if not isinstance(call.op, Op):
-            return call
+        if not isinstance(call.op, Op):  # a function (an external one) reads NCHW
+            args = [self._convert(a, "NCHW") for a in call.args]
+            same = all(a is b for a, b in zip(args, call.args))
+            return call if same else Call(call.op, args, call.attrs, call.ty)
         alter = _ALTER.get(call.op.name)
         built_in_conv = alter is None and call.op.name == "nn.conv2d"
         if built_in_conv:

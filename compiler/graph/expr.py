@@ -1,5 +1,6 @@
 """The graph level's expressions (Relay's dataflow IR): Var, Constant, Call, Tuple,
-TupleGetItem and Function.
+TupleGetItem, Function and GlobalVar (a call of a function the module holds by name:
+PartitionGraph's external functions).
 
 Nodes are immutable and compared by identity: a graph is a DAG in which one node may be
 the argument of several calls (the same `%1` used twice), and two equal-looking nodes
@@ -16,7 +17,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..ir.module import BaseFunc
-from .ty import TensorType, TupleType
+from .ty import FuncType, TensorType, TupleType
 
 
 # The text form, filled in by printer.py when the package is imported (the printer
@@ -63,9 +64,23 @@ def _frozen(attrs) -> Mapping:
 
 
 @dataclass(frozen=True, eq=False)
+class GlobalVar(Expr):
+    """A module's function by its name (printed `@name`), with its type: a call of it
+    is typed without the module at hand."""
+    name: str
+    ty: FuncType
+
+    def __post_init__(self):
+        if not isinstance(self.ty, FuncType):
+            raise TypeError(f"GlobalVar @{self.name}: its type must be a FuncType, "
+                            f"not {self.ty!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class Call(Expr):
-    """`op(*args, **attrs)`: op is an Op of the registry, or a Function (a fused
-    group's call). ty: the result's type once inferred."""
+    """`op(*args, **attrs)`: op is an Op of the registry, a Function (a fused group's
+    call) or a GlobalVar (a call of a module's function). ty: the result's type once
+    inferred."""
     op: object
     args: tuple
     attrs: Mapping = field(default_factory=dict)

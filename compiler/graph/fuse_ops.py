@@ -20,7 +20,8 @@ fuse_ops.cc), in three steps:
 
 Each group with an op becomes a `Function` with `Primitive=1` whose parameters
 (`%p0`, `%p1`, ...) take the values from outside the group, called where the group's
-result was. fuse_opt_level=0 (or opt_level 0) fuses nothing: one function per op.
+result was. fuse_opt_level=0 (or opt_level 0) fuses nothing: one function per op. A
+call of an external function (a GlobalVar, PartitionGraph's) stays as it is.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ops.pattern import OpPattern
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .op import Op
 
 TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining order
@@ -89,7 +90,8 @@ def forward_graph(body: Expr) -> list[Node]:
                 use(f, me, INJECTIVE)
                 visit(f)
         elif isinstance(expr, TupleGetItem):
-            me.pattern = INJECTIVE
+            # a field of an external function's tuple stays a value of the graph
+            me.pattern = OPAQUE if _is_external(expr.tuple_value) else INJECTIVE
             use(expr.tuple_value, me, INJECTIVE)
             visit(expr.tuple_value)
         elif isinstance(expr, Constant):
@@ -102,6 +104,10 @@ def forward_graph(body: Expr) -> list[Node]:
     visit(body)
     use(body, None, OPAQUE)
     return order
+
+
+def _is_external(expr: Expr) -> bool:
+    return isinstance(expr, Call) and isinstance(expr.op, GlobalVar)
 
 
 @dataclass(eq=False)
@@ -269,6 +275,13 @@ class _Fuser:
         """`expr` as seen from group `into` (None: outside every group)."""
         if isinstance(expr, Var):
             return expr if into is None else self._param(into, expr)
+        if _is_external(expr):  # as it is
+            if into is not None:
+                return self._param(into, self.visit(expr, None))
+            if id(expr) not in self.memo:
+                self.memo[id(expr)] = Call(expr.op, [self.visit(a, None) for a in expr.args],
+                                           expr.attrs, expr.ty)
+            return self.memo[id(expr)]
         group = self.group_of[id(expr)].find_root()
         if isinstance(expr, Constant) and (into is None or group is not into):
             return expr if into is None else self._param(into, expr)

@@ -3,7 +3,8 @@
 Post-order over the DAG, each node once (a node used twice is rewritten once and stays
 shared): a Var and a Constant carry their type; a Call's type is its op's type relation
 applied to its arguments' types (a call of a Function: the function's inferred return
-type, its parameters checked against the arguments); a Tuple's is the tuple of its
+type, its parameters checked against the arguments; of a GlobalVar: the same from the
+FuncType it carries); a Tuple's is the tuple of its
 fields' types. The result is a new Function whose nodes all carry `ty`, and whose
 ret_type is its body's type. A relation that fails is a GraphTypeError naming the op.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .functor import ExprMutator
 from .op import GraphTypeError, Op
 from .ty import TupleType
@@ -55,6 +56,13 @@ class _Infer(ExprMutator):
                                          f"{', '.join(map(str, want))} on arguments "
                                          f"{', '.join(map(str, types))}")
                 return Call(fn, args, expr.attrs, fn.ret_type)
+            if isinstance(expr.op, GlobalVar):
+                want = list(expr.op.ty.arg_types)
+                if want != types:
+                    raise GraphTypeError(f"a call of @{expr.op.name}, which takes "
+                                         f"{', '.join(map(str, want))}, on arguments "
+                                         f"{', '.join(map(str, types))}")
+                return Call(expr.op, args, expr.attrs, expr.op.ty.ret_type)
             raise GraphTypeError(f"a call of {expr.op!r}, neither an op nor a function")
         if isinstance(expr, Function):
             return _Infer().function(expr)

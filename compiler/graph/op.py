@@ -8,6 +8,10 @@ Each op declares:
   printer shows only the ones that differ (as Relay prints `padding=[0, 0, 0, 0]`);
 - its compute (a function of te tensors and attrs), for the build; None until an
   implementation is registered.
+
+Other attributes hang on an op by key (TVM's `register_op_attr`): `target.NAME` is the
+check function that says whether the external codegen NAME takes a call of the op
+(AnnotateTarget reads it).
 """
 from __future__ import annotations
 
@@ -55,3 +59,23 @@ def get_op(name: str) -> Op:
 
 def registered_ops() -> list[str]:
     return sorted(_OPS)
+
+
+_ATTRS: dict[tuple[str, str], object] = {}
+
+
+def register_op_attr(op_name: str, key: str, value=None):
+    """Hang `value` on the op `op_name` under `key` (e.g. "target.cblas": a function of
+    the call that says whether the cblas codegen takes it). Without a value it is a
+    decorator: `@register_op_attr("nn.dense", "target.cblas")`."""
+    get_op(op_name)  # a KeyError naming the known ops for a misspelt one
+
+    def register(v):
+        _ATTRS[(op_name, key)] = v
+        return v
+    return register if value is None else register(value)
+
+
+def get_op_attr(op_name: str, key: str, default=None):
+    """The value registered on `op_name` under `key`, or `default`."""
+    return _ATTRS.get((op_name, key), default)

@@ -14,13 +14,14 @@ used; the last expression is the function's result. A constant of rank 0 prints 
 value (`2f`), any other as `meta[relay.Constant][k]`, k by first appearance in the
 module's text. Types (`/* ty=... */`, `-> ...`) show once InferType has run. An
 attribute shows only when it differs from the op's default. A call of a fused function
-prints the function inline (`%0 = fn (%p0: ..., Primitive=1) -> ... { ... };`).
+prints the function inline (`%0 = fn (%p0: ..., Primitive=1) -> ... { ... };`), a call
+of a module's function by its name (`@ccompiler_0(%x)`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .expr import TEXT, Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .expr import TEXT, Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .op import Op
 
 
@@ -88,6 +89,8 @@ class _Printer:
             return self.names[id(expr)]
         if isinstance(expr, Var):
             return f"%{expr.name}"
+        if isinstance(expr, GlobalVar):
+            return f"@{expr.name}"
         if isinstance(expr, Constant):
             if expr.data.ndim == 0:
                 return _scalar(expr.data)
@@ -120,7 +123,7 @@ class _Printer:
 
     def _operand(self, expr: Expr, indent: str) -> str:
         """An operand: bound to `%n` first unless it is a var, a constant or bound."""
-        if isinstance(expr, (Var, Constant)) or id(expr) in self.names:
+        if isinstance(expr, (Var, GlobalVar, Constant)) or id(expr) in self.names:
             return self.value(expr, indent)
         text = self._inline(expr, indent)
         name = f"%{self.counter}"

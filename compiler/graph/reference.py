@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .functor import post_order
 from .op import Op
 
@@ -158,6 +158,8 @@ REFERENCE = {
     "nn.global_avg_pool2d": lambda a, at: a[0].mean(axis=(2, 3), keepdims=True),
     "nn.batch_flatten": lambda a, at: a[0].reshape(a[0].shape[0], -1),
     "nn.pad": lambda a, at: np.pad(a[0], at["pad_width"], constant_values=at["pad_value"]),
+    "annotation.compiler_begin": lambda a, at: a[0],  # BYOC's region marks: the value
+    "annotation.compiler_end": lambda a, at: a[0],
 }
 
 
@@ -173,19 +175,20 @@ def apply_op(op: Op, args: list, attrs) -> object:
     return np.asarray(out, dtype=dtype)
 
 
-def evaluate(func: Function, *inputs) -> object:
-    """`func` applied to numpy `inputs` (one per parameter), op by op in numpy."""
+def evaluate(func: Function, *inputs, module=None) -> object:
+    """`func` applied to numpy `inputs` (one per parameter), op by op in numpy; a call
+    of a module's function by name (a GlobalVar) evaluates that function of `module`."""
     if len(inputs) != len(func.params):
         raise TypeError(f"evaluate: {len(func.params)} parameter(s), {len(inputs)} input(s)")
     values = {id(p): v if isinstance(v, tuple) else np.asarray(v)
               for p, v in zip(func.params, inputs)}
     for expr in post_order(func.body):
         if id(expr) not in values:
-            values[id(expr)] = _value(expr, values)
+            values[id(expr)] = _value(expr, values, module)
     return values[id(func.body)]
 
 
-def _value(expr: Expr, values: dict):
+def _value(expr: Expr, values: dict, module):
     """The value of `expr`, its operands' values in `values`."""
     if isinstance(expr, Constant):
         return expr.data
@@ -198,6 +201,11 @@ def _value(expr: Expr, values: dict):
     if isinstance(expr, Call):
         args = [values[id(a)] for a in expr.args]
         if isinstance(expr.op, Function):
-            return evaluate(expr.op, *args)
+            return evaluate(expr.op, *args, module=module)
+        if isinstance(expr.op, GlobalVar):
+            if module is None or expr.op.name not in module:
+                raise KeyError(f"evaluate: a call of @{expr.op.name} and no module "
+                               "holding it")
+            return evaluate(module[expr.op.name], *args, module=module)
         return apply_op(expr.op, args, expr.attrs)
     raise TypeError(f"evaluate: cannot evaluate a {type(expr).__name__}")

@@ -12,18 +12,26 @@ from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, Tuple, TupleGetItem
 from .alter_op_layout import alter_op_layout
+from .annotate_target import annotate_target
 from .fold_scale_axis import fold_scale_axis
 from .functor import ExprMutator
 from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
+from .merge_compiler_regions import merge_compiler_regions
 from .op import Op
+from .partition_graph import partition_graph
 from .reference import REFERENCE, apply_op
 
 
 def _each_function(mod: IRModule, rewrite) -> IRModule:
-    """`mod` with `rewrite(fn)` in place of each graph function."""
-    return IRModule({name: rewrite(f) if isinstance(f, Function) else f
+    """`mod` with `rewrite(fn)` in place of each graph function, but for the external
+    ones (PartitionGraph's, with a Compiler attribute): those are their codegen's."""
+    return IRModule({name: rewrite(f) if _is_ours(f) else f
                      for name, f in mod.functions.items()}, mod.attrs)
+
+
+def _is_ours(f) -> bool:
+    return isinstance(f, Function) and "Compiler" not in f.attrs
 
 
 def InferType():
@@ -153,3 +161,35 @@ def AlterOpLayout():
     layout_transform where layouts meet (alter_op_layout.py)."""
     return module_pass(lambda mod, ctx: _each_function(mod, alter_op_layout), opt_level=3,
                        name="AlterOpLayout", required=("InferType",))
+
+
+def AnnotateTarget(targets):
+    """Every op call annotated for the first of `targets` (external codegens: "cblas",
+    "ccompiler", ...) whose `target.NAME` check takes it, else "default"
+    (annotate_target.py)."""
+    targets = [targets] if isinstance(targets, str) else list(targets)
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: annotate_target(f, targets)), opt_level=0, name="AnnotateTarget",
+        required=("InferType",))
+
+
+def MergeCompilerRegions():
+    """Neighbouring regions of one target merged where no cycle follows
+    (merge_compiler_regions.py)."""
+    return module_pass(lambda mod, ctx: _each_function(mod, merge_compiler_regions),
+                       opt_level=0, name="MergeCompilerRegions")
+
+
+def PartitionGraph():
+    """Each external region lifted into a module function with Compiler, global_symbol,
+    Primitive and Inline attributes, called by name (partition_graph.py)."""
+    def run(mod, ctx):
+        names: dict = {}
+        functions, lifted = {}, {}
+        for name, f in mod.functions.items():
+            if _is_ours(f):
+                f, new = partition_graph(f, names)
+                lifted.update(new)
+            functions[name] = f
+        return IRModule({**functions, **lifted}, mod.attrs)
+    return module_pass(run, opt_level=0, name="PartitionGraph", required=("InferType",))

@@ -1,5 +1,6 @@
-"""Types of the graph level: TensorType (a shape and a dtype) and TupleType, printed as
-Relay prints them: `Tensor[(1, 64, 56, 56), float32]`."""
+"""Types of the graph level: TensorType (a shape and a dtype), TupleType and FuncType (a
+global function's, which a GlobalVar carries), printed as Relay prints them:
+`Tensor[(1, 64, 56, 56), float32]`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,3 +39,16 @@ class TupleType:
 
     def __str__(self):
         return f"({', '.join(str(f) for f in self.fields)})"
+
+
+@dataclass(frozen=True)
+class FuncType:
+    """The type of a function: its parameters' types and its result's."""
+    arg_types: tuple
+    ret_type: object
+
+    def __post_init__(self):
+        object.__setattr__(self, "arg_types", tuple(self.arg_types))
+
+    def __str__(self):
+        return f"fn ({', '.join(str(a) for a in self.arg_types)}) -> {self.ret_type}"
