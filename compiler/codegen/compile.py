@@ -58,10 +58,11 @@ def generate_llvm(mod, target: Target, entry: str) -> str:
 
 def _optimized(mod, target: Target, entry: str):
     """The verified, O3-optimized LLVM module of `mod`, and the target machine used."""
-    return _optimized_text(generate_llvm(mod, target, entry), target, entry)
+    return optimized_text(generate_llvm(mod, target, entry), target, entry)
 
 
-def _optimized_text(text: str, target: Target, entry: str):
+def optimized_text(text: str, target: Target, entry: str):
+    """The verified, O3-optimized LLVM module of the IR `text`, and the target machine."""
     try:
         ref = llvm.parse_assembly(text)
         ref.verify()
@@ -103,7 +104,7 @@ def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
                      "params": [{"name": "slots", "dtype": "int64", "shape": [num_slots],
                                  "written": False}],
                      "kernels": kernel_meta})
-    ref, tm = _optimized_text(str(cg.module), target, ENTRY)
+    ref, tm = optimized_text(str(cg.module), target, ENTRY)
     return Module.from_llvm(ref, target, loop_ir=str(kernels), tm=tm)
 
 

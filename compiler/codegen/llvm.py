@@ -100,13 +100,18 @@ class CodeGenLLVM:
     def add_metadata(self, meta: dict) -> None:
         """`ptr @autosched_module_meta()` returns `meta` as JSON: what an exported module
         needs to check its arguments in a process that never saw the schedule."""
+        self.metadata(self.module, meta)
+
+    @staticmethod
+    def metadata(module: ir.Module, meta: dict) -> None:
+        """add_metadata on any LLVM module (a library's kernel made without codegen)."""
         data = bytearray(json.dumps(meta).encode()) + b"\0"
         arr = ir.ArrayType(I8, len(data))
-        g = ir.GlobalVariable(self.module, arr, name="autosched_module_meta_data")
+        g = ir.GlobalVariable(module, arr, name="autosched_module_meta_data")
         g.global_constant = True
         g.initializer = ir.Constant(arr, data)
         g.type = PTR
-        fn = ir.Function(self.module, ir.FunctionType(PTR, []), name="autosched_module_meta")
+        fn = ir.Function(module, ir.FunctionType(PTR, []), name="autosched_module_meta")
         ir.IRBuilder(fn.append_basic_block("entry")).ret(g)
 
     def _begin(self, fn: ir.Function) -> None:

@@ -15,7 +15,7 @@ constructors), infer_type.py, printer.py, transform.py (the passes).
 from . import nn, printer, tensor_ops, transform  # printer: registers the text form
 from ..ir.module import IRModule
 from .bind import bind_params
-from .build import GraphModule, build, optimize
+from .build import GraphModule, build, optimize, optimize_module, prepare
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .lower import implementation_of
 from .op import GraphTypeError, Op, get_op, register_op, registered_ops
@@ -24,8 +24,9 @@ from .tensor_ops import (add, clip, concatenate, const, divide, exp, layout_tran
 from .ty import TensorType, TupleType
 
 __all__ = ["nn", "printer", "tensor_ops", "transform", "IRModule", "bind_params",
-           "GraphModule", "build", "optimize", "implementation_of", "Call", "Constant", "Expr",
-           "Function", "Tuple", "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op",
-           "register_op", "registered_ops", "add", "clip", "concatenate", "const", "divide",
-           "exp", "layout_transform", "matmul", "mean", "multiply", "reshape", "sigmoid",
+           "GraphModule", "build", "optimize", "optimize_module", "prepare",
+           "implementation_of", "Call", "Constant", "Expr", "Function", "Tuple",
+           "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op", "register_op",
+           "registered_ops", "add", "clip", "concatenate", "const", "divide", "exp",
+           "layout_transform", "matmul", "mean", "multiply", "reshape", "sigmoid",
            "subtract", "sum", "tanh", "transpose", "var", "TensorType", "TupleType"]

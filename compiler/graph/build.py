@@ -3,78 +3,146 @@ them (Relay's relay.build and its graph executor).
 
     lib = graph.build(mod, target="llvm", params=params)
     out, = lib.run(x=image)
+    lib = graph.build(mod, params=params, external=["cblas", "ccompiler"])
 
 The passes run under the current PassContext: the parameters bound as constants,
-SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again,
-AlterOpLayout (opt_level 3: convolutions into NCHW[x]c, unless the dispatch context's
-log says a convolution's NCHW implementation is faster; a dense on constant weights
-into nn.contrib_dense_pack on panels) and FoldConstant once more, which packs the
-weights there and then, DeadCodeElimination, FuseOps (InferType first, as they
-require). Every fused function becomes one kernel (lower.py): its ops as te
-computes, its anchor scheduled by the strategy registered for it (strategy.py: a
-template's config under the current dispatch context) or by compiler.ops' schedules;
-one kernel per distinct function (equal text: the same ops on the same shapes). All
-kernels go into one LLVM module with `graph_run`, the native entry function that calls
-them in order (codegen/graph_entry.py); the intermediate values share planned storage
-(plan_storage).
+SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again. With
+`external` codegens (Bring Your Own Codegen: "cblas", "ccompiler", or any registered
+with compiler.codegen.register_external), AnnotateTarget with them in order of
+preference, MergeCompilerRegions and PartitionGraph follow: each region becomes a
+function that its codegen compiles into a runtime module of its own, and the passes
+after see only the graph's own ops. Then AlterOpLayout (opt_level 3: convolutions into
+NCHW[x]c, unless the dispatch context's log says a convolution's NCHW implementation is
+faster; a dense on constant weights into nn.contrib_dense_pack on panels) and
+FoldConstant once more, which packs the weights there and then, DeadCodeElimination,
+FuseOps (InferType first, as they require).
+
+Every fused function becomes one kernel (lower.py): its ops as te computes, its anchor
+scheduled by the strategy registered for it (strategy.py: a template's config under
+the current dispatch context) or by compiler.ops' schedules; one kernel per distinct
+function (equal text: the same ops on the same shapes). All kernels go into one LLVM
+module with `graph_run`, the native entry function that calls them in order
+(codegen/graph_entry.py), and an external function through the address the executor
+puts in a slot of its own. An external function's non-scalar constants become extra
+arguments, held with the model's weights (lift_constants). The intermediate values
+share planned storage (plan_storage).
 
 The result is a runtime GraphExecutor: run, set_input, get_output, time_evaluator,
-profile, export (`compiler.runtime.load` reads the file back).
+profile, export (`compiler.runtime.load` reads the file back, external modules
+included).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..build import built_ir
+from ..codegen import cblas, ccompiler  # noqa: F401  (the built-in external codegens)
 from ..codegen.compile import compile_graph
+from ..codegen.external import get_external
 from ..errors import BuildError
 from ..ir.module import IRModule
 from ..runtime.graph_executor import GraphExecutor
 from ..target import Target
 from ..transform.pass_infra import Sequential
 from .bind import bind_params
-from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var
-from .functor import post_order
+from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .functor import ExprMutator, post_order
 from .lower import lower_function
-from .transform import (AlterOpLayout, DeadCodeElimination, FoldConstant, FoldScaleAxis,
-                        FuseOps, SimplifyInference)
+from .ty import TensorType, TupleType
+from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
+                        FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
+                        SimplifyInference)
 
 
-def build(mod: IRModule, target="llvm", params: dict | None = None) -> GraphExecutor:
-    """The GraphExecutor of `mod`'s "main" (see the module docstring)."""
-    return GraphModule(optimize(mod, params), target)
+def build(mod: IRModule, target="llvm", params: dict | None = None,
+          external=None) -> GraphExecutor:
+    """The GraphExecutor of `mod`'s "main" (see the module docstring); `external`: the
+    external codegens to partition for, in order of preference."""
+    return GraphModule(optimize_module(mod, params, external), target)
 
 
-def optimize(mod: IRModule, params: dict | None = None) -> Function:
+def optimize(mod: IRModule, params: dict | None = None, external=None) -> Function:
     """`mod`'s "main" with `params` bound, after the build's passes under the current
     PassContext (see the module docstring): the typed function of fused calls that the
     build turns into kernels, and that task extraction reads."""
+    return optimize_module(mod, params, external)["main"]
+
+
+def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
+    """`mod`'s "main" with `params` bound, after the passes that come before
+    partitioning (see the module docstring): the graph the external codegens are
+    offered, and that task extraction asks the libraries about."""
     main = mod["main"]
     if params:
         main = bind_params(main, params)
     return Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
-                       FoldConstant(), AlterOpLayout(), FoldConstant(),
-                       DeadCodeElimination(), FuseOps()])(IRModule.from_expr(main))["main"]
+                       FoldConstant()])(IRModule.from_expr(main))
 
 
-def GraphModule(func: Function, target) -> GraphExecutor:
-    """The GraphExecutor of a fused, typed graph function: its kernels built into one
-    module, its plan made (see runtime/graph_executor.py)."""
-    return _Planner(func, Target(target)).executor()
+def optimize_module(mod: IRModule, params: dict | None = None, external=None) -> IRModule:
+    """The module of `optimize`: "main", and the external functions it calls."""
+    external = [external] if isinstance(external, str) else list(external or [])
+    for name in external:
+        try:
+            get_external(name)
+        except KeyError as err:
+            raise BuildError(str(err.args[0])) from None
+    partition = [AnnotateTarget(external), MergeCompilerRegions(), PartitionGraph()] \
+        if external else []
+    return Sequential([*partition, AlterOpLayout(), FoldConstant(),
+                       DeadCodeElimination(), FuseOps()])(prepare(mod, params))
+
+
+def GraphModule(func, target) -> GraphExecutor:
+    """The GraphExecutor of a fused, typed graph function, or of a module of one ("main")
+    and the external functions it calls: its kernels built into one module, the
+    external functions by their codegens, its plan made (see runtime/graph_executor.py)."""
+    externals = {}
+    if isinstance(func, IRModule):
+        externals = {name: f for name, f in func.functions.items()
+                     if isinstance(f, Function) and "Compiler" in f.attrs}
+        func = func["main"]
+    return _Planner(func, Target(target), externals).executor()
+
+
+class _Lift(ExprMutator):
+    def __init__(self, symbol: str):
+        super().__init__()
+        self.symbol, self.params, self.values = symbol, [], []
+
+    def rewrite_leaf(self, expr):
+        if isinstance(expr, Constant) and expr.data.ndim > 0:
+            self.params.append(Var(f"{self.symbol}_const{len(self.params)}", expr.ty))
+            self.values.append(expr)
+            return self.params[-1]
+        return expr
+
+
+def lift_constants(func: Function, symbol: str) -> tuple[Function, list[Constant]]:
+    """`func` with each non-scalar constant made a parameter after the others
+    (`<symbol>_const0`, ...), and those constants in order."""
+    lift = _Lift(symbol)
+    body = lift.visit(func.body)
+    return Function([*func.params, *lift.params], body, func.ret_type, func.attrs), \
+        lift.values
 
 
 class _Planner:
     """Walks a fused function in post-order: a value slot per expression, a step per
     call of a fused function, a kernel per distinct fused function."""
 
-    def __init__(self, func: Function, target):
+    def __init__(self, func: Function, target, externals: dict):
         self.target = target
+        self.externals = externals            # name -> external Function
+        self.modules: dict = {}               # name -> its runtime module
         self.kernels: dict[str, str] = {}     # fused function's text -> kernel name
         self.funcs: dict = {}                 # kernel name -> its lowered PrimFunc
         self.info: dict = {}                  # kernel name -> how its anchor was scheduled
         self.slots: dict[int, int] = {}       # id(expr) -> value slot
         self.constants: dict[int, np.ndarray] = {}
         self.steps: list[dict] = []
+        self._keep: list = []                 # lifted constants, stand-ins: ids key slots
+        self._outputs: dict = {}              # id(external call) -> its outputs' slots
         self._plan(func.body)
         outs = func.body.fields if isinstance(func.body, Tuple) else [func.body]
         self.plan = {
@@ -82,11 +150,12 @@ class _Planner:
                         "dtype": p.ty.dtype} for p in func.params],
             "steps": self.steps, "outputs": [self._slot(o) for o in outs],
             "storage": plan_storage(self.steps, [self._slot(o) for o in outs]),
-            "num_slots": len(self.slots)}
+            "num_slots": len(self.slots),
+            "externals": {name: m.type_key for name, m in self.modules.items()}}
 
     def executor(self) -> GraphExecutor:
         lib = compile_graph(IRModule(self.funcs), self.steps, len(self.slots), self.target)
-        return GraphExecutor(lib, self.plan, self.constants)
+        return GraphExecutor(lib, self.plan, self.constants, self.modules)
 
     def _slot(self, expr) -> int:
         return self.slots.setdefault(id(expr), len(self.slots))
@@ -104,8 +173,16 @@ class _Planner:
             for f in expr.fields:
                 self._plan(f)
             return
-        if isinstance(expr, TupleGetItem):
-            raise BuildError("a tuple value between kernels is not supported yet")
+        if isinstance(expr, TupleGetItem):  # an output of an external function
+            call = expr.tuple_value
+            if not (isinstance(call, Call) and isinstance(call.op, GlobalVar)):
+                raise BuildError("a tuple value between kernels is not supported yet")
+            self._plan(call)
+            self.slots[id(expr)] = self._outputs[id(call)][expr.index]
+            return
+        if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
+            self._external(expr)
+            return
         if not isinstance(expr, Call) or not isinstance(expr.op, Function):
             raise BuildError(f"an unfused {getattr(expr.op, 'name', expr)} in the graph")
         for a in expr.args:
@@ -124,16 +201,58 @@ class _Planner:
                            "dtype": expr.ty.dtype, "ops": _ops_of(fn)})
 
 
+    def _external(self, call: Call) -> None:
+        """A step calling an external function, compiled by its codegen (once per
+        function), through the address held in a slot of its own."""
+        name = call.op.name
+        if name not in self.externals:
+            raise BuildError(f"a call of @{name}, which is not an external function of "
+                             "the module")
+        fn = self.externals[name]
+        types = call.ty.fields if isinstance(call.ty, TupleType) else [call.ty]
+        if not all(isinstance(t, TensorType) for t in types):
+            raise BuildError(f"@{name} returns {call.ty}: tensors only, please")
+        for a in call.args:
+            self._plan(a)
+        lifted, constants = lift_constants(fn, name)
+        if name not in self.modules:
+            self.modules[name] = get_external(fn.attrs["Compiler"])(lifted, name)
+        for c in constants:
+            self._plan(c)
+        outs = [self._slot(call)]
+        for t in types[1:]:  # a slot for each further output, keyed by a stand-in
+            self._keep.append(Var(f"{name}_out{len(outs)}", t))
+            outs.append(self._slot(self._keep[-1]))
+        self._outputs[id(call)] = outs
+        self.steps.append({"kernel": name, "external": self.modules[name].type_key,
+                           "fn_slot": self._slot(self.modules[name]),
+                           "info": {"external": fn.attrs["Compiler"]},
+                           "args": [self._slot(a) for a in [*call.args, *constants]],
+                           "out": outs[0], "shape": list(types[0].shape),
+                           "dtype": types[0].dtype, "ops": _ops_of(fn),
+                           **({"more_outs": [{"out": o, "shape": list(t.shape),
+                                              "dtype": t.dtype}
+                                             for o, t in zip(outs[1:], types[1:])]}
+                              if len(types) > 1 else {})})
+        self._keep.extend(constants)
+
+
 def _ops_of(fn: Function) -> list[str]:
     """The ops a fused function calls, in order."""
     return [e.op.name for e in post_order(fn.body) if isinstance(e, Call)]
 
 
+def step_outputs(step: dict) -> list[dict]:
+    """A step's outputs: its "out" (slot), "shape" and "dtype", then an external
+    function's further ones ("more_outs"); each may carry its "storage"."""
+    return [step, *step.get("more_outs", [])]
+
+
 def plan_storage(steps: list[dict], outputs: list[int]) -> list[int]:
-    """Give every step's output a storage (step["storage"]), reusing one whose last
-    reader has run: a freed storage of at least the bytes needed, the smallest such.
-    The model's outputs keep theirs. Returns the bytes of each storage (their sum is
-    the peak memory of the intermediate values)."""
+    """Give every output of every step a storage (its "storage"), reusing one whose
+    last reader has run: a freed storage of at least the bytes needed, the smallest
+    such. The model's outputs keep theirs. Returns the bytes of each storage (their sum
+    is the peak memory of the intermediate values)."""
     last_use: dict[int, int] = {}
     for i, step in enumerate(steps):
         for a in step["args"]:
@@ -142,15 +261,17 @@ def plan_storage(steps: list[dict], outputs: list[int]) -> list[int]:
     free: list[int] = []
     storage_of: dict[int, int] = {}
     for i, step in enumerate(steps):
-        need = int(np.prod(step["shape"], dtype=np.int64)) * np.dtype(step["dtype"]).itemsize
-        fits = sorted((sizes[s], s) for s in free if sizes[s] >= need)
-        if fits:
-            sid = fits[0][1]
-            free.remove(sid)
-        else:
-            sid = len(sizes)
-            sizes.append(need)
-        step["storage"] = storage_of[step["out"]] = sid
+        for out in step_outputs(step):
+            need = int(np.prod(out["shape"], dtype=np.int64)) * \
+                np.dtype(out["dtype"]).itemsize
+            fits = sorted((sizes[s], s) for s in free if sizes[s] >= need)
+            if fits:
+                sid = fits[0][1]
+                free.remove(sid)
+            else:
+                sid = len(sizes)
+                sizes.append(need)
+            out["storage"] = storage_of[out["out"]] = sid
         for a in set(step["args"]):  # freed after this step, unless an output
             if last_use.get(a) == i and a in storage_of and a not in outputs:
                 free.append(storage_of[a])

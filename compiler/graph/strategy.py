@@ -20,11 +20,12 @@ it and without an import from the compiler upwards; the template package's own e
 point is `search_spaces.strategies:register`.
 
 Probing: a pass that must choose between implementations of one op before the build
-(AlterOpLayout: keep a convolution in NCHW or pack it) asks the strategies inside
-`with probing():`. A strategy then reports in `info` what the dispatch contexts know of
-the workload (ApplyHistoryBest: its best record, without applying it, warning or
-remembering the question) and applies no config: the probed workload is no kernel of
-the build unless it wins.
+(AlterOpLayout: keep a convolution in NCHW or pack it; AnnotateTarget: give a dense to
+a library or keep it, library_wins) asks the strategies inside `with probing():`. A
+strategy then reports in `info` what the dispatch contexts know of the workload
+(ApplyHistoryBest: its best record, without applying it, warning or remembering the
+question) and applies no config: the probed workload is no kernel of the build unless
+it wins.
 """
 from __future__ import annotations
 
@@ -69,12 +70,17 @@ class Implementation:
         "record", "record_seconds", "record_gflops", "confirmed", "tier").
     workload: (template name, bound arguments): the workload the dispatch context was
         asked about, which is what whole-model tuning makes a task of.
+    library: the external codegen that computes the op when this implementation is a
+        library's ("cblas"): a candidate that tuning measures and the log compares with
+        the tuned kernels (library_wins), never a te kernel of the build (its compute
+        and schedule are not called).
     """
     name: str
     compute: Callable[[list[Tensor]], Tensor]
     schedule: Callable[[Tensor], Schedule]
     info: dict = field(default_factory=dict)
     workload: tuple | None = None
+    library: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,39 @@ def is_probing() -> bool:
 
 def select_implementation(call: Call) -> Implementation | None:
     """The implementation of the highest-plevel strategy of `call`'s op that covers the
-    typed `call`, or None when none does (or none is registered)."""
+    typed `call` with a te kernel (a library's is no kernel of the build), or None when
+    none does (or none is registered)."""
     load_strategies()
     for strategy in _STRATEGIES.get(call.op.name, []):
         impl = strategy.fn(call)
-        if impl is not None:
+        if impl is not None and impl.library is None:
             return impl
     return None
+
+
+def probe(call: Call) -> list[Implementation]:
+    """Every implementation the strategies of `call`'s op offer for it, libraries' too,
+    asked inside probing(): what the log knows of each is in its info
+    ("record_seconds" when it has a record)."""
+    load_strategies()
+    with probing():
+        found = [strategy.fn(call) for strategy in _STRATEGIES.get(call.op.name, [])]
+    return [impl for impl in found if impl is not None]
+
+
+def library_wins(calls: list[Call], library: str) -> bool:
+    """Whether `library` should compute the op of `calls` (one call, and the forms the
+    build may turn it into: a dense on packed weights) by what the log says: when the
+    log has a record of a tuned kernel of them, only if it has one of the library's
+    that is faster; when it has none of a tuned kernel, yes (the build was asked to use
+    the library, and nothing measured says otherwise)."""
+    impls = [impl for call in calls for impl in probe(call)]
+
+    def best(group):
+        times = [i.info["record_seconds"] for i in group if i.info.get("record_seconds")]
+        return min(times) if times else None
+    tuned = best([i for i in impls if i.library is None])
+    if tuned is None:
+        return True
+    mine = best([i for i in impls if i.library == library])
+    return mine is not None and mine < tuned

@@ -13,7 +13,9 @@ Every buffer is allocated once, here: the weights, one per input, one per storag
 addresses fill the slot table that `graph_run` reads, so a run is: copy the inputs in,
 one native call, copy the outputs out. The exported file is a zip archive of the plan
 (`autosched-graph.json`), the constants (`constants.npz`, read without pickle) and the
-module as `Module.export` writes it; nothing in it is evaluated or unpickled.
+module as `Module.export` writes it, and each external module (BYOC) as its kind saves it
+(`external/<name>`, its kind in the plan's "externals"), loaded by the loader its kind
+registered (runtime/external.py); nothing in it is evaluated or unpickled.
 """
 from __future__ import annotations
 
@@ -26,11 +28,13 @@ import zipfile
 import numpy as np
 
 from . import native
+from .external import load_external
 from .profile_result import ProfileResult
 
 PLAN = "autosched-graph.json"
 LIBRARY = "model.lib"
-FORMAT = 2
+FORMAT = 3  # 3: external modules (2 had none, and still loads)
+READS = (2, 3)
 ALIGN = 64  # bytes: every buffer starts on a cache line (and an AVX-512 vector)
 
 
@@ -50,8 +54,9 @@ def _view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
 class GraphExecutor:
     """`run(**inputs)` -> the list of outputs; see the module docstring."""
 
-    def __init__(self, lib, plan: dict, constants: dict):
+    def __init__(self, lib, plan: dict, constants: dict, externals: dict | None = None):
         self.lib, self.plan = lib, plan
+        self.externals = dict(externals or {})  # name -> its external runtime module
         self.input_names = [i["name"] for i in plan["inputs"]]
         self._arrays: dict[int, np.ndarray] = {}  # slot -> its buffer (kept alive here)
         for slot, value in constants.items():
@@ -63,11 +68,16 @@ class GraphExecutor:
                 _aligned(_nbytes(spec)), spec["shape"], spec["dtype"])
         storage = [_aligned(n) for n in plan["storage"]]
         for step in plan["steps"]:
-            self._arrays[step["out"]] = _view(storage[step["storage"]], step["shape"],
-                                              step["dtype"])
+            for out in [step, *step.get("more_outs", [])]:
+                self._arrays[out["out"]] = _view(storage[out["storage"]], out["shape"],
+                                                 out["dtype"])
         self._slots = np.zeros(plan["num_slots"], np.int64)
         for slot, array in self._arrays.items():
             self._slots[slot] = array.ctypes.data
+        for step in plan["steps"]:
+            if "fn_slot" in step:
+                self._slots[step["fn_slot"]] = self.externals[step["kernel"]]\
+                    .function_address()
         self._set: set[str] = set()
         self._outputs: list = []
 
@@ -75,6 +85,19 @@ class GraphExecutor:
     def kernels(self) -> list[str]:
         """The names of the model's distinct kernels."""
         return list(self.lib.meta["kernels"])
+
+    def get_source(self, fmt: str = "c") -> str:
+        """The source of the external modules of kind `fmt` ("c": the C of every
+        function the ccompiler codegen took; "json": the cblas functions'
+        descriptions), one after the other; the LLVM kernels' is lib.get_source()."""
+        kind = {"c": "c", "json": "cblas"}.get(fmt)
+        if kind is None:
+            raise ValueError(f"unknown source format {fmt!r}: 'c' or 'json' (the model's "
+                             "own kernels: .lib.get_source('ll' | 'asm' | 'ir'))")
+        parts = [m.get_source(fmt) for m in self.externals.values() if m.type_key == kind]
+        if not parts:
+            raise ValueError(f"the model has no external function of kind {kind}")
+        return "\n".join(parts)
 
     def set_input(self, name: str, value) -> None:
         """Copy `value` into the input's buffer (checked against its shape)."""
@@ -134,15 +157,17 @@ class GraphExecutor:
         self._check_inputs()
         rows = []
         for step in self.plan["steps"]:
-            args = np.array([self._slots[a] for a in [*step["args"], step["out"]]], np.int64)
-            address = self.lib.function_address(step["kernel"] + "_packed")
+            outs = [step["out"], *(o["out"] for o in step.get("more_outs", []))]
+            args = np.array([self._slots[a] for a in [*step["args"], *outs]], np.int64)
+            address = self.externals[step["kernel"]].packed_address() \
+                if "fn_slot" in step else self.lib.function_address(step["kernel"] + "_packed")
             seconds = native.time_native(address, args.ctypes.data, 1, repeat, 10)
             info = step.get("info") or {}
             rows.append({"kernel": step["kernel"], "ops": step["ops"],
                          "template": info.get("template"), "config": info.get("config"),
                          "fallback": info.get("fallback"),
-                         **{k: info[k] for k in ("record", "record_gflops", "confirmed", "tier")
-                            if k in info},
+                         **{k: info[k] for k in ("record", "record_gflops", "confirmed", "tier",
+                                                 "external") if k in info},
                          "seconds": float(np.median(seconds))})
         total = sum(r["seconds"] for r in rows) or 1.0
         for r in rows:
@@ -159,6 +184,8 @@ class GraphExecutor:
             file = os.path.join(tmp, LIBRARY)
             self.lib.export(file)
             z.write(file, LIBRARY)
+            for name, module in self.externals.items():
+                z.writestr(f"external/{name}", module.save())
 
 
 def _nbytes(spec: dict) -> int:
@@ -175,12 +202,14 @@ def load_graph(path, load_module) -> GraphExecutor:
     module file (runtime.load)."""
     with zipfile.ZipFile(path) as z:
         plan = json.loads(z.read(PLAN))
-        if plan.get("format") != FORMAT:
+        if plan.get("format") not in READS:
             raise ValueError(f"{path}: graph format {plan.get('format')}; this version "
-                             f"reads {FORMAT} (compile the model again)")
+                             f"reads {', '.join(map(str, READS))} (compile the model again)")
         with np.load(io.BytesIO(z.read("constants.npz")), allow_pickle=False) as npz:
             constants = {int(k): npz[k] for k in npz.files}
         file = os.path.join(tempfile.mkdtemp(prefix="autosched-model-"), LIBRARY)
         with open(file, "wb") as f:
             f.write(z.read(LIBRARY))
-    return GraphExecutor(load_module(file), plan, constants)
+        externals = {name: load_external(kind, name, z.read(f"external/{name}"))
+                     for name, kind in plan.get("externals", {}).items()}
+    return GraphExecutor(load_module(file), plan, constants, externals)

@@ -21,6 +21,7 @@ import numpy as np
 from ..llvm_target import optimize, target_machine
 from ..target import Target
 from . import native
+from .external import load_libraries_for
 from .shape_expr import check_dim, dim_value
 from .graph_executor import is_graph_file, load_graph
 from .profile_result import ProfileResult
@@ -69,6 +70,7 @@ class Module:
         if problem:  # LLVM crashes on object files it cannot parse, rather than failing
             raise ValueError(f"cannot load the object code: {problem}")
         native.ensure_loaded()
+        load_libraries_for(bytes(data))  # a library's candidate calls it (runtime/external.py)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(target))
         try:
             engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(data)))

@@ -1,0 +1,94 @@
+"""CSourceModule: C source from an external codegen (ccompiler), compiled by the system
+C compiler into a shared library and loaded (TVM's CSourceModule, compiled and linked
+as export_library does it).
+
+The C is compiled once, when the module is made; its SaveToBinary keeps the source and
+the compiled library, so a saved model loads where no C compiler is installed, and
+`get_source("c")` shows the C either way.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ..errors import BuildError
+from .external import ExternalModule, register_loader
+
+CFLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno"]
+
+
+def c_compiler() -> str | None:
+    """The C compiler: $CC, else cc, gcc or clang on the PATH; None when there is none."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc)
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+class CSourceModule(ExternalModule):
+    type_key = "c"
+
+    def __init__(self, symbol: str, source: str, library: bytes):
+        super().__init__(symbol)
+        self.source, self.library = source, library
+        with tempfile.TemporaryDirectory(prefix="autosched-c-") as tmp:
+            path = os.path.join(tmp, f"{symbol}.so")
+            with open(path, "wb") as f:
+                f.write(library)
+            try:
+                self._lib = ctypes.CDLL(path)  # the mapping outlives the file
+            except OSError as err:
+                raise ValueError(f"{symbol}: cannot load its compiled C: {err}") from None
+
+    @classmethod
+    def create(cls, symbol: str, source: str) -> CSourceModule:
+        """Compile `source` (which defines `symbol` and `symbol_packed`) and load it; no
+        C compiler, or one that fails, is a BuildError naming the function."""
+        cc = c_compiler()
+        if cc is None:
+            raise BuildError(f"{symbol}: the ccompiler codegen needs a C compiler (cc, "
+                             "gcc or clang on the PATH, or $CC) and none was found")
+        with tempfile.TemporaryDirectory(prefix="autosched-c-") as tmp:
+            src, lib = os.path.join(tmp, f"{symbol}.c"), os.path.join(tmp, f"{symbol}.so")
+            with open(src, "w") as f:
+                f.write(source)
+            done = subprocess.run([cc, *CFLAGS, "-o", lib, src, "-lm"], capture_output=True,
+                                  text=True)
+            if done.returncode != 0:
+                raise BuildError(f"{symbol}: {cc} failed on its C source:\n"
+                                 f"{done.stderr[-2000:]}")
+            with open(lib, "rb") as f:
+                library = f.read()
+        return cls(symbol, source, library)
+
+    def _address(self, name: str) -> int:
+        try:
+            return ctypes.cast(getattr(self._lib, name), ctypes.c_void_p).value
+        except AttributeError:
+            raise ValueError(f"{self.symbol}: its C library has no function {name}") from None
+
+    def function_address(self) -> int:
+        return self._address(self.symbol)
+
+    def packed_address(self) -> int:
+        return self._address(self.symbol + "_packed")
+
+    def get_source(self, fmt: str = "c") -> str:
+        if fmt not in ("c", ""):
+            raise ValueError(f"{self.symbol}: a C module shows its source as 'c', not {fmt!r}")
+        return self.source
+
+    def save(self) -> bytes:
+        source = self.source.encode()
+        return len(source).to_bytes(8, "little") + source + self.library
+
+    @classmethod
+    def load(cls, symbol: str, data: bytes) -> CSourceModule:
+        n = int.from_bytes(data[:8], "little")
+        return cls(symbol, data[8:8 + n].decode(), data[8 + n:])
+
+
+register_loader(CSourceModule.type_key, CSourceModule.load)

@@ -1,0 +1,232 @@
+"""Bring Your Own Codegen, built and run (compiler/graph/build.py with `external`,
+codegen/ccompiler.py, codegen/cblas.py, runtime/c_source_module.py,
+runtime/cblas_module.py): the reference's C source for its example; every op the C
+codegen claims, on odd shapes and seeded random attributes, against numpy; OpenBLAS's
+gemms and a region of two with a buffer between; a function with two outputs; imported
+models with cblas and ccompiler parts against ONNX Runtime; export, then load in a fresh
+process, the same outputs; and bad input: a claimed op the codegen cannot compile, no C
+compiler, no OpenBLAS, an unknown codegen."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from compiler import graph
+from compiler.codegen import register_external
+from compiler.codegen.ccompiler import ccompiler as ccompiler_codegen
+from compiler.errors import BuildError
+from compiler.frontend import from_onnx
+from compiler.graph.op import register_op_attr
+from compiler.graph.reference import evaluate
+from test_onnx_frontend import MODELS, input_and_expected
+
+rng = np.random.default_rng(19)
+
+
+def check(fn, external, *inputs, rtol=1e-4, atol=1e-4):
+    """Build `fn` with `external`, run it on `inputs`, compare with numpy; the built
+    executor."""
+    mod = graph.IRModule.from_expr(fn)
+    lib = graph.build(mod, external=external)
+    got = lib.run(**{p.name: v for p, v in zip(fn.params, inputs)})
+    want = evaluate(graph.transform.InferType()(mod)["main"], *inputs)
+    want = list(want) if isinstance(want, tuple) else [want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return lib
+
+
+def data(*shape):
+    return rng.standard_normal(shape).astype("float32")
+
+
+def externals_of(lib) -> list[str]:
+    return [s["kernel"] for s in lib.plan["steps"] if "external" in s]
+
+
+def test_the_reference_example_prints_its_c_and_runs():
+    x = [graph.var(f"gcc_input{i}", shape=(10, 10)) for i in range(4)]
+    out = graph.multiply(graph.subtract(graph.add(x[0], x[1]), x[2]), x[3])
+    lib = check(graph.Function(x, graph.nn.softmax(out)), ["ccompiler"],
+                *[data(10, 10) for _ in range(4)])
+    c = lib.get_source("c")
+    # the node functions, numbered as the reference's visitor numbers them
+    assert "CSOURCE_BINARY_OP_2D(ccompiler_0_0, *, 10, 10);\n" \
+           "CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 10, 10);\n" \
+           "CSOURCE_BINARY_OP_2D(ccompiler_0_2, +, 10, 10);" in c
+    # the subgraph function: a buffer per intermediate value, the calls in order
+    assert "  float* buf_0 = (float*)malloc(4 * 100);\n" \
+           "  float* buf_1 = (float*)malloc(4 * 100);\n" in c
+    assert "  ccompiler_0_2(ccompiler_0_i0, ccompiler_0_i1, buf_0);\n" \
+           "  ccompiler_0_1(buf_0, ccompiler_0_i2, buf_1);\n" \
+           "  ccompiler_0_0(buf_1, ccompiler_0_i3, out0);\n" in c
+    # the wrapper with our calling convention, and its packed form
+    assert "int ccompiler_0(float* ccompiler_0_i0, float* ccompiler_0_i1, " \
+           "float* ccompiler_0_i2, float* ccompiler_0_i3, float* out0) {" in c
+    assert "int ccompiler_0_packed(int64_t* args) {" in c
+    assert externals_of(lib) == ["ccompiler_0"]
+    rows = lib.profile(repeat=1)
+    assert [(r["kernel"], r.get("external")) for r in rows] == [
+        ("ccompiler_0", "ccompiler"), ("fused_0", None)]
+
+
+def random_window(seed: int):
+    """A conv2d or pool on odd shapes with random strides, padding, dilation, groups."""
+    r = np.random.default_rng(seed)
+    c = int(r.choice([3, 6, 7]))
+    size = int(r.choice([7, 13, 15]))
+    x = graph.var("x", shape=(int(r.integers(1, 3)), c, size, size))
+    kind = ["conv", "max", "avg", "gap"][seed % 4]
+    pad = tuple(int(p) for p in r.integers(0, 2, 4))
+    if kind == "conv":
+        groups = int(r.choice([g for g in (1, c) if c % g == 0]))
+        o = groups * int(r.integers(1, 3))
+        k = int(r.choice([1, 3]))
+        w = graph.const(data(o, c // groups, k, k))
+        y = graph.nn.conv2d(x, w, strides=(int(r.integers(1, 3)),) * 2, padding=pad,
+                            dilation=(int(r.integers(1, 3)),) * 2, groups=groups)
+    elif kind == "gap":
+        y = graph.nn.global_avg_pool2d(x)
+    else:
+        pool = graph.nn.max_pool2d if kind == "max" else graph.nn.avg_pool2d
+        extra = {} if kind == "max" else {"count_include_pad": bool(r.integers(0, 2))}
+        y = pool(x, pool_size=(3, 3), strides=(int(r.integers(1, 3)),) * 2,
+                 padding=(1, 1, 1, 1), **extra)
+    return graph.Function([x], graph.nn.relu(y)), [data(*x.ty.shape)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_c_convolutions_and_pools_on_odd_shapes_match_numpy(seed):
+    fn, inputs = random_window(seed)
+    lib = check(fn, ["ccompiler"], *inputs)
+    assert externals_of(lib) == ["ccompiler_0"]  # the whole graph is the C function's
+
+
+def test_c_elementwise_broadcast_and_shape_ops_match_numpy():
+    a, b = graph.var("a", shape=(7, 13)), graph.var("b", shape=(13,))
+    c = graph.var("c", shape=(7, 1))
+    def op(name, *args, **attrs):
+        return graph.tensor_ops.call(name, args, **attrs)
+    y = op("divide", op("maximum", op("add", a, b), c),
+           op("add", op("exp", op("negative", op("sigmoid", a))), graph.const(2.0)))
+    y = op("minimum", op("subtract", op("tanh", y), c), op("sqrt", op("exp", a)))
+    y = op("clip", y, a_min=-0.5, a_max=0.7)
+    y = graph.nn.bias_add(graph.nn.relu(op("multiply", y, b)), graph.const(data(13)))
+    y = op("reshape", y, newshape=(13, 7))
+    lib = check(graph.Function([a, b, c], y), ["ccompiler"], data(7, 13), data(13),
+                data(7, 1))
+    assert externals_of(lib) == ["ccompiler_0"]
+
+
+@pytest.mark.parametrize("external", [["ccompiler"], ["cblas"]])
+def test_gemms_in_c_and_in_openblas_match_numpy(external):
+    x, y = graph.var("x", shape=(7, 37)), graph.var("y", shape=(3, 7, 13))
+    h = graph.nn.dense(graph.nn.dense(x, graph.const(data(13, 37))),
+                       graph.const(data(5, 13)))  # one region: a buffer between
+    m = graph.matmul(h, graph.const(data(5, 1000)))
+    bm = graph.nn.batch_matmul(y, graph.const(data(3, 5, 13)))
+    bmm = graph.matmul(graph.tensor_ops.reshape(bm, (21, 5)), graph.const(data(5, 7)))
+    fn = graph.Function([x, y], graph.Tuple([graph.nn.softmax(m), graph.nn.softmax(bmm)]))
+    lib = check(fn, external, data(7, 37), data(3, 7, 13), rtol=1e-3, atol=1e-3)
+    ops = [s["ops"] for s in lib.plan["steps"] if "external" in s]
+    assert ops == [["nn.dense", "nn.dense", "matmul"], *(  # C takes the reshape too
+        [["nn.batch_matmul", "reshape", "matmul"]] if external == ["ccompiler"] else
+        [["nn.batch_matmul"], ["matmul"]])]
+
+
+def test_a_region_with_two_outputs_writes_both():
+    register_external("two_out_c", ccompiler_codegen)
+    for op in ("negative", "nn.relu", "add"):
+        register_op_attr(op, "target.two_out_c", lambda call: True)
+    d = graph.var("data", shape=(7, 13))
+    o1 = graph.tensor_ops.call("negative", [d])
+    x = graph.tanh(o1)
+    fn = graph.Function([d], graph.subtract(graph.add(graph.nn.relu(o1), x), x))
+    lib = check(fn, ["two_out_c"], data(7, 13))
+    first = lib.plan["steps"][0]
+    assert first["kernel"] == "two_out_c_0" and len(first["more_outs"]) == 1
+
+
+@pytest.mark.parametrize("name", ["residual", "mobile_block", "mlp"])
+@pytest.mark.parametrize("external", [["cblas", "ccompiler"], ["cblas"]])
+def test_imported_models_with_external_parts_match_onnx_runtime(name, external):
+    m = MODELS[name]()
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    lib = graph.build(mod, params=params, external=external)
+    got, = lib.run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    kinds = {s.get("external") for s in lib.plan["steps"]}
+    if "ccompiler" in external:
+        assert "c" in kinds
+    if name == "mlp":
+        assert "cblas" in kinds
+
+
+FRESH = """
+import sys, numpy as np
+from compiler import runtime
+lib = runtime.load(sys.argv[1])
+out, = lib.run(x=np.load(sys.argv[2]))
+np.save(sys.argv[3], out)
+print(sorted(lib.externals))
+"""
+
+
+def test_export_then_load_in_a_fresh_process_gives_the_same_outputs(tmp_path):
+    m = MODELS["mlp"]()
+    x, _ = input_and_expected(m)
+    mod, params = from_onnx(m)
+    lib = graph.build(mod, params=params, external=["cblas", "ccompiler"])
+    want, = lib.run(x=x)
+    lib.export(tmp_path / "mlp.so")
+    np.save(tmp_path / "x.npy", x)
+    done = subprocess.run([sys.executable, "-c", FRESH, str(tmp_path / "mlp.so"),
+                           str(tmp_path / "x.npy"), str(tmp_path / "out.npy")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(sorted(lib.externals))
+    assert {m.type_key for m in lib.externals.values()} == {"c", "cblas"}
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), want)
+
+
+def test_an_op_a_codegen_claims_but_cannot_compile_is_an_error_naming_the_function():
+    register_external("greedy_c", ccompiler_codegen)
+    register_op_attr("nn.softmax", "target.greedy_c", lambda call: True)
+    x = graph.var("x", shape=(7, 13))
+    mod = graph.IRModule.from_expr(graph.Function([x], graph.nn.softmax(x)))
+    with pytest.raises(BuildError, match=r"greedy_c_0: the ccompiler codegen cannot compile "
+                                         r"nn.softmax on Tensor\[\(7, 13\), float32\]"):
+        graph.build(mod, external=["greedy_c"])
+
+
+def test_no_c_compiler_is_a_build_error_naming_the_function(monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    x = graph.var("x", shape=(7, 13))
+    mod = graph.IRModule.from_expr(graph.Function([x], graph.nn.relu(x)))
+    with pytest.raises(BuildError, match="ccompiler_0: the ccompiler codegen needs a C "
+                                         "compiler"):
+        graph.build(mod, external=["ccompiler"])
+
+
+def test_no_openblas_is_a_build_error_naming_the_function(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy_openblas32", None)  # as if not installed
+    x = graph.var("x", shape=(7, 13))
+    mod = graph.IRModule.from_expr(graph.Function(
+        [x], graph.nn.dense(x, graph.const(data(5, 13)))))
+    with pytest.raises(BuildError, match="cblas_0: the cblas codegen calls OpenBLAS from "
+                                         "the scipy-openblas32 package, which is not "
+                                         "installed"):
+        graph.build(mod, external=["cblas"])
+
+
+def test_an_unknown_codegen_is_a_build_error_naming_it():
+    x = graph.var("x", shape=(7, 13))
+    mod = graph.IRModule.from_expr(graph.Function([x], graph.nn.relu(x)))
+    with pytest.raises(BuildError, match="no external codegen 'dnnl'; the registered ones "
+                                         "are .*ccompiler"):
+        graph.build(mod, external=["dnnl"])
