@@ -22,7 +22,7 @@ from .knobs import AnnotateSpace, KnobSpace, OtherOptionSpace, ReorderSpace, Spl
 from .registry import Template, get_template, space, template, templates
 from .config_space import ConfigEntity, ConfigSpace, FallbackConfig
 from . import (conv2d, conv2d_nchwc, conv2d_packed, depthwise_conv2d,  # noqa: E402,F401
-               matmul)  # (register the templates)
+               library, matmul)  # (register the templates)
 
 __all__ = [
     "ConfigSpace", "ConfigEntity", "FallbackConfig",

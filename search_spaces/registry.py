@@ -99,12 +99,17 @@ class Template:
     signature: the parameters after `cfg`, as users pass them to instantiate / space.
     version: the short source hash (see _source_version).
     reference: `reference(inputs, *args)`, the expected output(s) in numpy, or None.
+    library: for a library's template (search_spaces/library.py), `library(args,
+        tensors, target)` -> the object code of the library's kernel on the template's
+        tensors, which tuning measures instead of building the schedule; None for the
+        others.
     """
     name: str
     fn: Callable
     signature: inspect.Signature
     version: str
     reference: Callable | None = field(default=None, compare=False)
+    library: Callable | None = field(default=None, compare=False)
     _spaces: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, args: tuple) -> tuple:
@@ -162,13 +167,16 @@ class Template:
         return [np.asarray(out) for out in outputs]
 
 
-def template(name: str, reference: Callable | None = None):
+def template(name: str, reference: Callable | None = None, library: Callable | None = None):
     """Decorator: register `fn(cfg, *args) -> (schedule, tensors)` as template `name`;
     returns the Template (whose `.version` is the source hash).
 
     reference: optional `reference(inputs, *args)`: from the numpy inputs (in the order
     of the template's input tensors) and the bound arguments (defaults filled in), the
     expected output array, or a list of them for several outputs. Default None.
+
+    library: optional `library(args, tensors, target) -> bytes`: the template is a
+    library's (Template.library); its schedule is never built.
 
     The parameters after `cfg` must be positional; instantiate passes them in order.
     Registering the same function again (a module reload) replaces it; another
@@ -192,7 +200,7 @@ def template(name: str, reference: Callable | None = None):
             raise SpaceError(f"template {name!r} is already registered by "
                              f"{old.fn.__module__}.{old.fn.__qualname__}")
         tmpl = Template(name, fn, inspect.Signature(params[1:]), _source_version(fn),
-                        reference)
+                        reference, library)
         _TEMPLATES[name] = tmpl
         return tmpl
 

@@ -17,6 +17,12 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.contrib_dense_pack               -> dense_pack(M, N, K, block)
     matmul, 2-D operands                -> matmul(M, N, K, dtype)
 
+and, for the cblas codegen to compare with them (library.py; probed only):
+
+    nn.dense, 2-D data                  -> dense_cblas(M, N, K)
+    matmul, 2-D operands                -> matmul_cblas(M, N, K)
+    nn.batch_matmul                     -> batch_matmul_cblas(batch, M, N, K)
+
 A convolution qualifies when its strides are equal, its padding the same on all four
 sides and its dilation 1 (what the templates' arguments can say), all in float32; any
 other is left to compiler.ops' schedules. The workload is built exactly as the
@@ -35,6 +41,7 @@ from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
 from .dispatch import dispatch_from, logged
+from .library import LIBRARY
 from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
 from .registry import get_template
 
@@ -163,9 +170,49 @@ def matmul_strategy(call: Call) -> Implementation | None:
                            "matmul")
 
 
+def _library(name: str, args: tuple) -> Implementation:
+    """The library's implementation of template `name` on `args`: only ever probed
+    (compiler.graph.strategy.library_wins), for what the log says of its record."""
+    args, _, info = _configured(name, args)
+
+    def not_a_kernel(*_):
+        raise TypeError(f"{name} is a library's template: the external codegen "
+                        f"{LIBRARY} computes it, not a te kernel")
+    return Implementation(name, not_a_kernel, not_a_kernel, info, (name, args), LIBRARY)
+
+
+def dense_library_strategy(call: Call) -> Implementation | None:
+    """nn.dense of 2-D float32 data -> the dense_cblas template (the library's)."""
+    data, weight = (a.ty for a in call.args)
+    if data.ndim != 2 or not _float32(call):
+        return None
+    return _library("dense_cblas", (data.shape[0], weight.shape[0], data.shape[1]))
+
+
+def matmul_library_strategy(call: Call) -> Implementation | None:
+    """2-D float32 matmul -> the matmul_cblas template (the library's)."""
+    a, b = (a.ty for a in call.args)
+    if a.ndim != 2 or b.ndim != 2 or not _float32(call):
+        return None
+    return _library("matmul_cblas", (a.shape[0], b.shape[1], a.shape[1]))
+
+
+def batch_matmul_library_strategy(call: Call) -> Implementation | None:
+    """float32 nn.batch_matmul -> the batch_matmul_cblas template (the library's)."""
+    if not _float32(call):
+        return None
+    (batch, M, K), N = call.args[0].ty.shape, call.args[1].ty.shape[1]
+    return _library("batch_matmul_cblas", (batch, M, N, K))
+
+
 def register() -> None:
-    """Register the strategies above (the "autosched.strategies" entry point)."""
+    """Register the strategies above (the "autosched.strategies" entry point); the
+    libraries' after the tuned ones (a lower plevel), as select_implementation never
+    picks them anyway."""
     register_strategy("nn.conv2d", conv2d_strategy)
     register_strategy("nn.dense", dense_strategy)
     register_strategy("nn.contrib_dense_pack", dense_pack_strategy)
+    register_strategy("nn.dense", dense_library_strategy, plevel=5)
+    register_strategy("matmul", matmul_library_strategy, plevel=5)
+    register_strategy("nn.batch_matmul", batch_matmul_library_strategy, plevel=5)
     register_strategy("matmul", matmul_strategy)

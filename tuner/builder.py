@@ -1,5 +1,8 @@
 """Builder: a config of a task to object code, in whatever process Ray runs it in.
 
+A library's template (search_spaces/library.py) builds the library's kernel on the
+template's tensors instead of its schedule.
+
 `build_candidate` never raises for a bad candidate: the template rejecting the config is
 INSTANTIATION_ERROR, anything failing in schedule, lowering or LLVM is COMPILE_ERROR, each
 with the message a user needs. A candidate that crashes or hangs the compiler is the
@@ -44,7 +47,10 @@ def build_candidate(spec: dict, config: dict) -> dict:
         except Exception as err:  # noqa: BLE001 - whatever the template raises is its verdict
             return failed(MeasureErrorNo.INSTANTIATION_ERROR, err)
         try:
-            obj = compiler.build_object(sch, tensors, target=task.target)
+            if task.template.library is not None:  # a library's kernel, not the schedule
+                obj = task.template.library(task.args, tensors, task.target)
+            else:
+                obj = compiler.build_object(sch, tensors, target=task.target)
         except Exception as err:  # noqa: BLE001
             return failed(MeasureErrorNo.COMPILE_ERROR, err)
     return {"error_no": int(MeasureErrorNo.NO_ERROR), "error_msg": "", "object": obj,

@@ -21,6 +21,13 @@ convolution, the faster of the two in the log (compiler/graph/alter_op_layout.py
 default: it doubles a CNN's tasks, and the packed kernels' untuned configs already run
 near the FMA peak, so the NCHW ones rarely win (the scheduler's estimated latency then
 counts both implementations of a layer: an upper bound).
+
+With `external` codegens (BYOC), the tasks are those of the build with the compilers
+among them (ccompiler: what it takes is no kernel of ours, so no task), and a library
+(cblas) competes: every op it can compute (nn.dense, matmul, nn.batch_matmul) adds a
+task of the library's template (dense_cblas, ...: one config, measured once), beside
+the tuned kernel's task, which is extracted as though the library were not there. At
+compile time the log then says which is faster (compiler.graph.strategy.library_wins).
 """
 from __future__ import annotations
 
@@ -28,22 +35,30 @@ import dataclasses
 
 from compiler import graph
 from compiler.graph.functor import post_order
+from compiler.graph.strategy import probe
 from compiler.transform.pass_infra import PassContext
+from search_spaces.library import LIBRARY
 
 from .task import Task
 
 NCHW_CONVOLUTIONS = ("conv2d_nchw", "depthwise_conv2d_nchw")
 """The templates of convolutions that AlterOpLayout may pack instead."""
 
+LIBRARIES = (LIBRARY,)
+"""The external codegens that compete with tuned kernels through templates of theirs."""
+
 
 def extract_tasks(mod, params: dict | None = None, target="llvm",
-                  alternatives: bool = False) -> tuple[list, list]:
+                  alternatives: bool = False, external=None) -> tuple[list, list]:
     """`(tasks, weights)`: one Task per distinct tunable workload of `mod`'s fused
     "main", in the order the model first runs them, and the number of kernel calls each
     one schedules (see the module docstring; `alternatives`: the NCHW implementations of
-    packed convolutions too). Kernels no template schedules (pools, reshapes, ...) are
-    no task."""
-    counts = _workloads(graph.optimize(mod, params))
+    packed convolutions too; `external`: the external codegens the build will use, see
+    the module docstring). Kernels no template schedules (pools, reshapes, ...) are no
+    task."""
+    external = [external] if isinstance(external, str) else list(external or [])
+    compilers = [e for e in external if e not in LIBRARIES]
+    counts = _workloads(graph.optimize(mod, params, external=compilers))
     ctx = PassContext.current()
     if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
         unpacked = dataclasses.replace(ctx, instruments=(),
@@ -52,8 +67,22 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
             for workload, n in _workloads(graph.optimize(mod, params)).items():
                 if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
                     counts[workload] = n
+    for library in (e for e in external if e in LIBRARIES):
+        for workload, n in _library_workloads(graph.prepare(mod, params), library).items():
+            counts[workload] = counts.get(workload, 0) + n
     tasks = [Task(name, args, target) for name, args in counts]
     return tasks, list(counts.values())
+
+
+def _library_workloads(prepared, library: str) -> dict[tuple, int]:
+    """{workload of `library`'s template: calls} of the ops `library` can compute."""
+    counts: dict[tuple, int] = {}
+    for expr in post_order(prepared["main"].body):
+        if isinstance(expr, graph.Call) and isinstance(expr.op, graph.Op):
+            for impl in probe(expr):
+                if impl.library == library:
+                    counts[impl.workload] = counts.get(impl.workload, 0) + 1
+    return counts
 
 
 def _workloads(fused) -> dict[tuple, int]:

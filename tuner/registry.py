@@ -19,17 +19,24 @@ def _xgb_tuner(task: Task, seed: int | None = None) -> Tuner:
 TUNERS = {"random": RandomTuner, "grid": GridSearchTuner, "ga": GATuner, "xgb": _xgb_tuner}
 
 
+def _for(task: Task, name: str) -> str:
+    """The tuner of kind `name` for `task`, but the grid for a space of one config (a
+    library's template: nothing to search, its one config is measured once)."""
+    return "grid" if len(task.config_space) == 1 else name
+
+
 def make_tuners(tuner, tasks: list[Task], seed: int | None = None) -> list[Tuner]:
     """One Tuner for each of `tasks`, in order.
 
-    tuner: a name in TUNERS (one tuner of that kind per task, made with `seed`), or a
-      list of Tuners, one made for each task. A ValueError says what does not fit.
+    tuner: a name in TUNERS (one tuner of that kind per task, made with `seed`; a task
+      whose space has one config gets the grid), or a list of Tuners, one made for each
+      task. A ValueError says what does not fit.
     """
     if isinstance(tuner, str):
         if tuner not in TUNERS:
             raise ValueError(f"unknown tuner {tuner!r}; choose one of "
                              f"{', '.join(map(repr, TUNERS))} or pass a Tuner")
-        return [TUNERS[tuner](task, seed=seed) for task in tasks]
+        return [TUNERS[_for(task, tuner)](task, seed=seed) for task in tasks]
     tuners = list(tuner)
     if len(tuners) != len(tasks) or not all(isinstance(t, Tuner) for t in tuners):
         raise ValueError(f"expected a tuner name or one Tuner per task ({len(tasks)}), "

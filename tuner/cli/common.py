@@ -73,6 +73,30 @@ def shape_option(f):
                         "model, e.g. input:1,3,224,224 (repeatable).")(f)
 
 
+def _externals(_ctx, _param, text) -> list[str]:
+    """--external cblas,ccompiler as ["cblas", "ccompiler"], each a registered codegen."""
+    if not text:
+        return []
+    from compiler import graph  # noqa: F401  (the build registers the built-in codegens)
+    from compiler.codegen import external_codegens
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in external_codegens():
+            raise click.BadParameter(f"no external codegen {name!r}; the registered ones "
+                                     f"are {', '.join(external_codegens())}")
+    return names
+
+
+def external_option(f):
+    """--external NAMES, passed as `external`: the external codegens (BYOC) a model is
+    partitioned for, in order of preference, the same for `tune MODEL` and `compile`."""
+    return click.option("--external", callback=_externals, metavar="NAMES",
+                        help="External codegens, in order of preference, e.g. "
+                        "cblas,ccompiler: cblas (OpenBLAS) takes the dense and matmul "
+                        "ops the log does not show a tuned kernel beating it on, "
+                        "ccompiler (C) what it can compile.")(f)
+
+
 def opt_level_option(f):
     """--opt-level N (default 3), passed as `opt_level`: the graph passes' opt level,
     the same for `tune MODEL` and `compile`, so that both see the same kernels."""

@@ -63,8 +63,9 @@ def log_best(spec, task_id, target, db_path, as_json):
     with open_log(db_path) as db:
         task = select_task(db, spec, task_id, target)
         record = db.best(task)
+        contest = _contest(db, task)
     if as_json:
-        return print_json(None if record is None else record_json(record))
+        return print_json(None if record is None else {**record_json(record), **contest})
     if record is None:
         return click.echo(f"{task_label(task.name, task.args)}: no valid record in {db_path}")
     from rich.table import Table
@@ -81,8 +82,44 @@ def log_best(spec, task_id, target, db_path, as_json):
                 f"configs)")
     name = "the untuned fallback" if record.config_index == _fallback_index(task) \
         else f"config #{record.config_index}"
-    print_table(table, f"{task_label(task.name, task.args)}: {what}; {name} "
-                       f"(tuner {record.tuner}, record {record.id})")
+    title = (f"{task_label(task.name, task.args)}: {what}; {name} "
+             f"(tuner {record.tuner}, record {record.id})")
+    if record.knobs:
+        print_table(table, title)
+    else:  # a library's template: one config, nothing to show
+        click.echo(f"{title}; no knobs")
+    if contest:
+        click.echo(contest["said"])
+
+
+def _contest(db, task) -> dict:
+    """For a workload that a library (cblas) and tuned kernels compete for, which one the
+    build picks by the log (compiler.graph.strategy.library_wins): {"build_picks":
+    "cblas" or the tuned workload, "times": {workload: seconds of its best}, "said": a
+    line}; {} for a workload with no rival."""
+    from search_spaces.library import LIBRARY, rivals
+    library, tuned = rivals(task.name, task.args)
+    if library is None:
+        return {}
+    times = {}
+    for workload in [library, *tuned]:
+        best = db.best_for_target(workload, task.target)
+        if best is not None:
+            times[task_label(*workload)] = best.cost
+    lib = times.get(task_label(*library))
+    mine = {k: v for k, v in times.items() if k != task_label(*library)}
+    fastest = min(mine, key=mine.get) if mine else None
+    if fastest is None:
+        picks, why = LIBRARY, "the log has no tuned kernel of it"
+    elif lib is not None and lib < mine[fastest]:
+        picks, why = LIBRARY, (f"{format_seconds(lib)} against the tuned "
+                               f"{fastest}'s {format_seconds(mine[fastest])}")
+    else:
+        picks, why = fastest, (f"{format_seconds(mine[fastest])} against {LIBRARY}'s "
+                               + (format_seconds(lib) if lib is not None else "no record"))
+    return {"build_picks": picks, "times": times,
+            "said": f"with --external {LIBRARY} the build gives {task_label(*tuned[0])} to "
+                    f"{picks}: {why}"}
 
 
 @log.command("top")

@@ -16,8 +16,8 @@ from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext
 from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
-from .common import (BadInput, format_seconds, json_option, make_console, opt_level_option,
-                     print_json, shape_option)
+from .common import (BadInput, external_option, format_seconds, json_option, make_console,
+                     opt_level_option, print_json, shape_option)
 
 
 @click.command("compile")
@@ -29,13 +29,15 @@ from .common import (BadInput, format_seconds, json_option, make_console, opt_le
               help="A tuning log: each kernel's anchor gets its best logged config.")
 @shape_option
 @opt_level_option
+@external_option
 @json_option
-def compile_model(model, output, target, shapes, opt_level, db, as_json):
+def compile_model(model, output, target, shapes, opt_level, external, db, as_json):
     """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
     best configs of the tuning log --db where it has them), and write one file; prints
-    the fused kernels and how each was scheduled.
+    the fused kernels and how each was scheduled. With --external, the parts the
+    external codegens take are theirs (OpenBLAS calls, C), in the same file.
 
-    Example: autosched compile resnet18.onnx -o resnet18.so --db tune.db
+    Example: autosched compile resnet18.onnx -o resnet18.so --db tune.db --external cblas
     """
     start = time.perf_counter()
     try:
@@ -44,7 +46,7 @@ def compile_model(model, output, target, shapes, opt_level, db, as_json):
         # a workload the log lacks is said in the table ("fallback"), not as warnings
         with warnings.catch_warnings(), history, PassContext(opt_level=opt_level):
             warnings.simplefilter("ignore", FallbackWarning)
-            lib = graph.build(mod, target=target, params=params)
+            lib = graph.build(mod, target=target, params=params, external=external)
     except (FrontendError, BuildError, RecordsError) as err:
         raise BadInput(str(err)) from None
     seconds = time.perf_counter() - start
@@ -69,7 +71,10 @@ def compile_model(model, output, target, shapes, opt_level, db, as_json):
 
 def schedule_text(info: dict | None) -> str:
     """How a kernel's anchor was scheduled, in a few words: the template and whether its
-    config is a logged record or the untuned fallback, else compiler.ops' schedule."""
+    config is a logged record or the untuned fallback, else compiler.ops' schedule, or
+    the external codegen that compiled it."""
+    if info and info.get("external"):
+        return f"external codegen {info['external']}"
     if not info or not info.get("template"):
         return "compiler.ops schedule (no template)"
     kind = "fallback config" if info.get("fallback") else "logged config"

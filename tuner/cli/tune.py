@@ -16,10 +16,10 @@ from ..measurer import Measurer
 from ..ray_session import RayConnectionError, timing_resource
 from ..registry import TUNERS
 from ..task_scheduler import TaskScheduler
-from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error, format_clock,
-                     format_errors, format_gflops, format_ratio, format_seconds,
-                     make_console, make_task, open_log, opt_level_option, print_table,
-                     shape_option, task_label)
+from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error,
+                     external_option, format_clock, format_errors, format_gflops,
+                     format_ratio, format_seconds, make_console, make_task, open_log,
+                     opt_level_option, print_table, shape_option, task_label)
 
 DEFAULT_TRIALS_PER_TASK = 64
 
@@ -58,7 +58,7 @@ def _tasks_file(path: str, target: str) -> list:
 
 
 def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
-                 alternatives: bool) -> tuple[list, list]:
+                 alternatives: bool, external: list) -> tuple[list, list]:
     """The tasks of ONNX model `path` and their weights (tuner.extract_tasks), under the
     graph passes of `opt_level`, as `autosched compile` will build it."""
     from compiler.errors import BuildError, FrontendError
@@ -70,7 +70,7 @@ def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
         mod, params = from_onnx(path, shape=shapes)
         with PassContext(opt_level=opt_level):
             tasks, weights = extract_tasks(mod, params, target=target,
-                                           alternatives=alternatives)
+                                           alternatives=alternatives, external=external)
     except (FrontendError, BuildError) as err:
         raise BadInput(str(err)) from None
     if not tasks:
@@ -143,8 +143,9 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
 @click.option("--alternatives", is_flag=True,
               help="For a model: tune the NCHW implementation of every packed convolution "
                    "too; the build takes the faster logged one.")
+@external_option
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
-         parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives):
+         parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, external):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -153,6 +154,10 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     Resumes from what the log holds: no config is measured twice. Ctrl-C (SIGINT) or
     SIGTERM stops after the batch in flight, which is logged; the exit code is then
     130 / 143.
+
+    With --external (a model's), the tasks are those of the build with those codegens,
+    and a library among them (cblas) is measured once on every dense and matmul it can
+    compute, so that the build gives it the workloads where it beats the tuned kernel.
 
     Examples: autosched tune matmul 256 256 256 --trials 64 --db tune.db;
     autosched tune resnet18.onnx --time-budget 1h --db tune.db
@@ -163,13 +168,15 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     if model is None:
         given = click.get_current_context().get_parameter_source("opt_level")
         for option, used in (("--shape", shapes), ("--alternatives", alternatives),
+                             ("--external", external),
                              ("--opt-level", given == click.core.ParameterSource.COMMANDLINE)):
             if used:
                 raise BadInput(f"{option} is for a model (tune MODEL.onnx {option} ...)")
     check_log(db_path)  # before the model's extraction, which takes a while
     weights = None
     if model is not None:
-        tasks, weights = _model_tasks(model, shapes, opt_level, target, alternatives)
+        tasks, weights = _model_tasks(model, shapes, opt_level, target, alternatives,
+                                      external)
         _print_model_tasks(model, tasks, weights, alternatives)
     else:
         tasks = (_tasks_file(tasks_path, target) if tasks_path
@@ -344,7 +351,9 @@ def format_confirmation(state) -> str:
     the fallback, and what the rounds cost against the task's tuning time."""
     c = state.confirmation
     best = "the fallback" if c.best.fallback else f"#{c.best.config.index}"
-    share = f", {c.seconds / state.seconds:.1%} of its tuning time" if state.seconds else ""
+    # a share of a task tuned in no time (a library's one config) would say nothing
+    share = f", {c.seconds / state.seconds:.1%} of its tuning time" \
+        if state.seconds >= 1.0 else ""
     return (f"best {best}, {format_gflops(state.task.gflops(c.best.cost))} GFLOPS "
             f"({format_seconds(c.best.cost)}, {format_ratio(c.speedup)} fallback); top "
             f"{len(c.ranking) - 1} and the fallback re-timed in {c.rounds} rounds, "

@@ -1,0 +1,100 @@
+"""The library's templates: OpenBLAS's cblas_sgemm as a candidate that tuning measures
+beside the tuned kernels (TVM's dense_cblas.x86 implementations, and AutoTVM tasks of
+them).
+
+Each is a template with no knobs (one config): its te compute says what it computes
+(the inputs the runner makes, the numpy reference its output is checked against, the
+FLOPs), and `library` builds the object code of the library's kernel on those tensors
+instead of the schedule (tuner/builder.py). Tuning a model with the cblas codegen adds
+a task of the matching library template for each dense and matmul the library can
+compute (tuner/extract.py); the record it logs is the library's time, and at compile
+time the cblas codegen takes a workload only when that record beats the best tuned
+kernel's (compiler.graph.strategy.library_wins, through the strategies registered in
+strategies.py).
+"""
+from __future__ import annotations
+
+from compiler import te
+from compiler.codegen.cblas import library_object
+from compiler.graph.alter_op_layout import DENSE_PANELS
+
+from .matmul import dense_reference, matmul_reference
+from .registry import template
+
+LIBRARY = "cblas"
+
+
+def _gemm_library(gemm_of):
+    """A `library(args, tensors, target)` building `gemm_of(*args)` (the gemm's batch,
+    m, n, k and transposes) on the template's tensors."""
+    def build(args, tensors, target) -> bytes:
+        params = [{"name": t.name, "dtype": t.dtype, "shape": [int(d) for d in t.shape],
+                   "written": i == len(tensors) - 1} for i, t in enumerate(tensors)]
+        return library_object(f"{tensors[-1].name}_{LIBRARY}", gemm_of(*args), params,
+                              target)
+    return build
+
+
+def _gemm(batch, m, n, k, trans_b):
+    return {"batch": batch, "m": m, "n": n, "k": k, "trans_a": False, "trans_b": trans_b}
+
+
+@template("dense_cblas", reference=dense_reference,
+          library=_gemm_library(lambda M, N, K: _gemm(1, M, N, K, True)))
+def dense_cblas(cfg, M: int, N: int, K: int):
+    """Y = X @ W.T by cblas_sgemm; returns the (unused) schedule and [X, W, Y]."""
+    X = te.placeholder((M, K), name="X")
+    W = te.placeholder((N, K), name="W")
+    k = te.reduce_axis((0, K), name="k")
+    Y = te.compute((M, N), lambda i, j: te.sum(X[i, k] * W[j, k], axis=k), name="Y")
+    return te.create_schedule(Y.op), [X, W, Y]
+
+
+def _matmul_reference(inputs, M, N, K):
+    return matmul_reference(inputs, M, N, K, "float32")
+
+
+@template("matmul_cblas", reference=_matmul_reference,
+          library=_gemm_library(lambda M, N, K: _gemm(1, M, N, K, False)))
+def matmul_cblas(cfg, M: int, N: int, K: int):
+    """C = A @ B by cblas_sgemm; returns the (unused) schedule and [A, B, C]."""
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_schedule(C.op), [A, B, C]
+
+
+def batch_matmul_cblas_reference(inputs, batch, M, N, K):
+    """numpy nn.batch_matmul: A[b] @ B[b].T for every b."""
+    A, B = inputs
+    return (A.astype("float64") @ B.transpose(0, 2, 1)).astype("float32")
+
+
+@template("batch_matmul_cblas", reference=batch_matmul_cblas_reference,
+          library=_gemm_library(lambda batch, M, N, K: _gemm(batch, M, N, K, True)))
+def batch_matmul_cblas(cfg, batch: int, M: int, N: int, K: int):
+    """C[b] = A[b] @ B[b].T (the graph's nn.batch_matmul) by cblas_sgemm; returns the
+    (unused) schedule and [A, B, C]."""
+    A = te.placeholder((batch, M, K), name="A")
+    B = te.placeholder((batch, N, K), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((batch, M, N), lambda b, i, j: te.sum(A[b, i, k] * B[b, j, k], axis=k),
+                   name="C")
+    return te.create_schedule(C.op), [A, B, C]
+
+
+def rivals(name: str, args: tuple) -> tuple[tuple | None, list[tuple]]:
+    """(the library's workload, the tuned workloads it competes with) for a workload of
+    either side: dense_cblas(M, N, K) against dense(M, N, K) and the dense_pack(M, N, K,
+    block) that the build makes of a dense on constant weights; matmul_cblas(M, N, K)
+    against matmul(M, N, K, "float32"). (None, []) for a workload with no such pair."""
+    if name in ("dense", "dense_cblas") or name == "dense_pack":
+        M, N, K = args[:3]
+        block = next((b for b in DENSE_PANELS if N % b == 0), None)
+        tuned = [("dense", (M, N, K))] + ([("dense_pack", (M, N, K, block))] if block else [])
+        return ("dense_cblas", (M, N, K)), tuned
+    if name == "matmul_cblas" or (name == "matmul" and args[3:] in ((), ("float32",))):
+        M, N, K = args[:3]
+        return ("matmul_cblas", (M, N, K)), [("matmul", (M, N, K, "float32"))]
+    return None, []
