@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.codegen.cblas import library_object
-from compiler.graph.alter_op_layout import DENSE_PANELS
+from compiler.graph.alter_op_layout import BLOCKS, DENSE_PANELS
 
+from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference
 from .registry import template
 
@@ -84,11 +85,31 @@ def batch_matmul_cblas(cfg, batch: int, M: int, N: int, K: int):
     return te.create_schedule(C.op), [A, B, C]
 
 
+def _conv2d_1x1_reference(inputs, N, C, H, W, K):
+    return conv2d_nchw_reference(inputs, N, C, H, W, K, 1, 1, 1, 0)
+
+
+@template("conv2d_1x1_cblas", reference=_conv2d_1x1_reference,
+          library=_gemm_library(lambda N, C, H, W, K: {
+              **_gemm(N, K, H * W, C, False), "operands": [1, 0], "stride_a": 0}))
+def conv2d_1x1_cblas(cfg, N: int, C: int, H: int, W: int, K: int):
+    """A 1x1 convolution, stride 1, no padding (out[n] = weight x data[n]) by
+    cblas_sgemm; returns the (unused) schedule and [data, weight, out]."""
+    data = te.placeholder((N, C, H, W), name="data")
+    weight = te.placeholder((K, C, 1, 1), name="weight")
+    c = te.reduce_axis((0, C), name="c")
+    out = te.compute((N, K, H, W), lambda n, o, y, x: te.sum(
+        data[n, c, y, x] * weight[o, c, 0, 0], axis=c), name="out")
+    return te.create_schedule(out.op), [data, weight, out]
+
+
 def rivals(name: str, args: tuple) -> tuple[tuple | None, list[tuple]]:
     """(the library's workload, the tuned workloads it competes with) for a workload of
     either side: dense_cblas(M, N, K) against dense(M, N, K) and the dense_pack(M, N, K,
     block) that the build makes of a dense on constant weights; matmul_cblas(M, N, K)
-    against matmul(M, N, K, "float32"). (None, []) for a workload with no such pair."""
+    against matmul(M, N, K, "float32"); conv2d_1x1_cblas(N, C, H, W, K) against
+    conv2d_nchw and the conv2d_nchwc that AlterOpLayout makes of a convolution whose data
+    comes in NCHW. (None, []) for a workload with no such pair."""
     if name in ("dense", "dense_cblas") or name == "dense_pack":
         M, N, K = args[:3]
         block = next((b for b in DENSE_PANELS if N % b == 0), None)
@@ -97,4 +118,22 @@ def rivals(name: str, args: tuple) -> tuple[tuple | None, list[tuple]]:
     if name == "matmul_cblas" or (name == "matmul" and args[3:] in ((), ("float32",))):
         M, N, K = args[:3]
         return ("matmul_cblas", (M, N, K)), [("matmul", (M, N, K, "float32"))]
+    conv = _conv_1x1(name, args)
+    if conv is not None:
+        N, C, H, W, K = conv
+        tuned = [("conv2d_nchw", (N, C, H, W, K, 1, 1, 1, 0))]
+        block = next((b for b in BLOCKS if C % b == 0), C if C < min(BLOCKS) else None)
+        out_block = next((b for b in BLOCKS if K % b == 0), None)
+        if block and out_block:
+            tuned.append(("conv2d_nchwc", (N, C, H, W, K, 1, 1, 1, 0, block, out_block)))
+        return ("conv2d_1x1_cblas", conv), tuned
     return None, []
+
+
+def _conv_1x1(name: str, args: tuple) -> tuple | None:
+    """(N, C, H, W, K) of a 1x1, stride 1, unpadded convolution's workload, else None."""
+    if name == "conv2d_1x1_cblas":
+        return tuple(args)
+    if name in ("conv2d_nchw", "conv2d_nchwc") and tuple(args[5:9]) == (1, 1, 1, 0):
+        return tuple(args[:5])
+    return None

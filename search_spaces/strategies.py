@@ -22,6 +22,7 @@ and, for the cblas codegen to compare with them (library.py; probed only):
     nn.dense, 2-D data                  -> dense_cblas(M, N, K)
     matmul, 2-D operands                -> matmul_cblas(M, N, K)
     nn.batch_matmul                     -> batch_matmul_cblas(batch, M, N, K)
+    nn.conv2d, 1x1, stride 1, no pad    -> conv2d_1x1_cblas(N, C, H, W, K)
 
 A convolution qualifies when its strides are equal, its padding the same on all four
 sides and its dilation 1 (what the templates' arguments can say), all in float32; any
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from compiler import ops, te
 from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
+from compiler.codegen.cblas import computes
 from compiler.graph.expr import Call
 from compiler.graph.strategy import Implementation, is_probing, register_strategy
 
@@ -205,6 +207,15 @@ def batch_matmul_library_strategy(call: Call) -> Implementation | None:
     return _library("batch_matmul_cblas", (batch, M, N, K))
 
 
+def conv2d_library_strategy(call: Call) -> Implementation | None:
+    """A 1x1, stride 1, unpadded float32 NCHW nn.conv2d -> conv2d_1x1_cblas (the
+    library's), where compiler.codegen.cblas computes it."""
+    if not computes(call):
+        return None
+    (N, C, H, W), K = call.args[0].ty.shape, call.args[1].ty.shape[0]
+    return _library("conv2d_1x1_cblas", (N, C, H, W, K))
+
+
 def register() -> None:
     """Register the strategies above (the "autosched.strategies" entry point); the
     libraries' after the tuned ones (a lower plevel), as select_implementation never
@@ -215,4 +226,5 @@ def register() -> None:
     register_strategy("nn.dense", dense_library_strategy, plevel=5)
     register_strategy("matmul", matmul_library_strategy, plevel=5)
     register_strategy("nn.batch_matmul", batch_matmul_library_strategy, plevel=5)
+    register_strategy("nn.conv2d", conv2d_library_strategy, plevel=5)
     register_strategy("matmul", matmul_strategy)

@@ -1,21 +1,20 @@
-"""cblas: the external codegen that sends dense, matmul and batch_matmul to OpenBLAS's
-`cblas_sgemm` (runtime/cblas_module.py runs it).
+"""cblas: the external codegen that sends dense, matmul, batch_matmul and 1x1
+convolutions to OpenBLAS's `cblas_sgemm` (runtime/cblas_module.py runs it).
 
 A function given to "cblas" is a DAG of those ops (MergeCompilerRegions joins one that
 feeds another); each becomes one gemm of the module's description, reading the
 function's parameters or the buffer of an earlier gemm, and writing a buffer or, for
 the function's result, its output. float32 only; matmul on equal batch shapes (no
-broadcasting of the batch).
+broadcasting of the batch); a convolution when it is a gemm as it stands (computes).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import BuildError
-from ..graph.alter_op_layout import alter_dense_pack
-from ..graph.expr import Call, Constant, Function, Tuple, Var
+from ..graph.alter_op_layout import altered_forms
+from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import post_order
-from ..graph.infer_type import infer_type
 from ..graph.nn import dense as _nn_registered  # noqa: F401  (the ops the checks
 from ..graph.op import Op, register_op_attr                 # hang on)
 from ..graph.strategy import library_wins
@@ -26,17 +25,26 @@ from .llvm import CodeGenLLVM
 from .external import register_external
 
 TARGET = "cblas"
-SUPPORTED = ("nn.dense", "matmul", "nn.batch_matmul")
+SUPPORTED = ("nn.dense", "matmul", "nn.batch_matmul", "nn.conv2d")
 
 
 def computes(call: Call) -> bool:
-    """Whether cblas can compute `call`: float32, and a matmul's batch shapes equal."""
+    """Whether cblas can compute `call`: float32; a matmul's batch shapes equal; a
+    convolution only where it is a gemm as it stands (1x1, stride 1, no padding, one
+    group, NCHW: im2col would copy the data, while the tuned packed kernels run near the
+    FMA peak)."""
     types = [call.ty, *(a.ty for a in call.args)]
     if not all(isinstance(t, TensorType) and t.dtype == "float32" for t in types):
         return False
     if call.op.name == "matmul":
         a, b = call.args[0].ty, call.args[1].ty
         return a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]
+    if call.op.name == "nn.conv2d":
+        at = call.attrs
+        return at["data_layout"] == "NCHW" and at["kernel_layout"] == "OIHW" and \
+            at["out_layout"] in ("", "NCHW") and at["groups"] == 1 and \
+            tuple(call.args[1].ty.shape[2:]) == (1, 1) and tuple(at["strides"]) == (1, 1) \
+            and tuple(at["padding"]) == (0, 0, 0, 0) and tuple(at["dilation"]) == (1, 1)
     return True
 
 
@@ -49,15 +57,10 @@ def takes(call: Call) -> bool:
 
 
 def _forms(call: Call) -> list[Call]:
-    """`call`, and for a dense on constant weights the nn.contrib_dense_pack that
-    AlterOpLayout would make of it: what the build would tune and run instead."""
-    forms = [call]
-    if call.op.name == "nn.dense" and isinstance(call.args[1], Constant):
-        packed = alter_dense_pack(dict(call.attrs), list(call.args),
-                                  [a.ty for a in call.args], call.ty)
-        if packed is not None:
-            forms.append(infer_type(Function([], packed)).body)
-    return forms
+    """`call`, and the form AlterOpLayout would give it (a dense on constant weights:
+    nn.contrib_dense_pack; a convolution: NCHW[x]c): what the build would tune and run
+    instead of the library."""
+    return [call, *altered_forms(call)]
 
 
 for _name in SUPPORTED:
@@ -65,8 +68,15 @@ for _name in SUPPORTED:
 
 
 def gemm_of(call: Call) -> dict:
-    """The gemm of one call: batch, m, n, k and which operand is transposed."""
+    """The gemm of one call: batch, m, n, k, which operand is transposed, and for a 1x1
+    convolution (out[n] = weight x data[n]) that its operands swap ("operands": the
+    call's argument of A, then of B) and that A, the weight, is the same for every
+    batch ("stride_a": 0)."""
     a, b = call.args[0].ty.shape, call.args[1].ty.shape
+    if call.op.name == "nn.conv2d":
+        n, c, h, w = a
+        return {"batch": n, "m": b[0], "n": h * w, "k": c, "trans_a": False,
+                "trans_b": False, "operands": [1, 0], "stride_a": 0}
     if call.op.name == "nn.dense":
         return {"batch": 1, "m": a[0], "n": b[0], "k": a[1], "trans_a": False,
                 "trans_b": True}
@@ -98,9 +108,10 @@ def describe(func: Function, symbol: str) -> dict:
         if id(e) not in ref:
             ref[id(e)] = ["buf", len(buffers)]
             buffers.append(int(np.prod(e.ty.shape, dtype=np.int64)))
-        gemms.append({"a": ref[id(e.args[0])], "b": ref[id(e.args[1])], "c": ref[id(e)],
-                      **{k: (int(v) if not isinstance(v, bool) else v)
-                         for k, v in gemm_of(e).items()}})
+        gemm = gemm_of(e)
+        first, second = gemm.pop("operands", [0, 1])
+        gemms.append({"a": ref[id(e.args[first])], "b": ref[id(e.args[second])],
+                      "c": ref[id(e)], **gemm})
     return {"args": [list(p.ty.shape) for p in func.params],
             "outputs": [list(o.ty.shape) for o in outs], "buffers": buffers,
             "gemms": gemms}
@@ -119,9 +130,11 @@ def library_object(symbol: str, gemm: dict, params: list[dict], target) -> bytes
     metadata a runtime Module checks its arguments against (`params`: name, dtype,
     shape, written, in call order): what tuning measures as the library's candidate
     (search_spaces/library.py)."""
+    gemm = dict(gemm)
+    first, second = gemm.pop("operands", [0, 1])
     spec = {"args": [p["shape"] for p in params[:2]], "outputs": [params[2]["shape"]],
-            "buffers": [], "gemms": [{"a": ["arg", 0], "b": ["arg", 1], "c": ["out", 0],
-                                      **gemm}]}
+            "buffers": [], "gemms": [{"a": ["arg", first], "b": ["arg", second],
+                                      "c": ["out", 0], **gemm}]}
     module = gemm_module(symbol, spec)
     CodeGenLLVM.metadata(module, {"entry": symbol, "target": str(target), "size_vars": [],
                                   "params": params})

@@ -54,7 +54,7 @@ from .functor import ExprMutator
 from .infer_type import infer_type
 from .op import Op, get_op
 from .reference import pack_dense_weight
-from .strategy import probing, select_implementation
+from .strategy import TIERS, probing, select_implementation
 
 _ALTER: dict[str, Callable] = {}
 BLOCKS = (16, 8)
@@ -127,6 +127,28 @@ def alter_dense_pack(attrs, inputs, tinfos, out_type):
 
 
 _BUILT_IN = {"nn.conv2d": alter_conv2d_nchwc, "nn.dense": alter_dense_pack}
+
+
+def altered_forms(call: Call) -> list[Call]:
+    """The form the built-in alteration would give the typed `call`, typed, on vars of
+    its arguments' types (a constant weight stays, as the dense's alteration packs it):
+    a dense's nn.contrib_dense_pack, a convolution in NCHW[x]c on transformed operands;
+    [] when it alters nothing. What a probe asks the log about besides `call` itself
+    (the cblas codegen: is a tuned kernel of it faster than the library?)."""
+    alter = _BUILT_IN.get(call.op.name)
+    if alter is None:
+        return []
+    args = [a if isinstance(a, Constant) else Var(f"arg{i}", a.ty)
+            for i, a in enumerate(call.args)]
+    new = alter(dict(call.attrs), args, [a.ty for a in args], call.ty)
+    if new is None:
+        return []
+    layout = new.attrs.get("data_layout", "NCHW")
+    if layout != "NCHW":  # the data comes packed too
+        new = Call(new.op, (tensor_ops.layout_transform(args[0], "NCHW", layout),
+                            *new.args[1:]), new.attrs)
+    params = [a for a in args if isinstance(a, Var)]
+    return [infer_type(Function(params, new)).body]
 POOLS = ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")
 """Ops that compute in whatever layout their data is in (their `layout` attr says it)."""
 
@@ -270,9 +292,6 @@ def _logged_nchw_is_faster(op: Op, attrs: dict, types: list, packed: Call) -> bo
     return other is None or nchw < other
 
 
-_TIERS = ("target", "cpu", "vector width")  # ApplyHistoryBest's, nearest first
-
-
 def _logged(fn: Function) -> tuple | None:
     """(tier rank, seconds) of the record the dispatch contexts hold for the
     implementation the op strategies give `fn`'s body (a typed call), so that the
@@ -284,7 +303,7 @@ def _logged(fn: Function) -> tuple | None:
     if info.get("record_seconds") is None:
         return None
     tier = info.get("tier")
-    return _TIERS.index(tier) if tier in _TIERS else len(_TIERS), info["record_seconds"]
+    return TIERS.index(tier) if tier in TIERS else len(TIERS), info["record_seconds"]
 
 
 def alter_op_layout(func: Function) -> Function:

@@ -175,17 +175,25 @@ def probe(call: Call) -> list[Implementation]:
     return [impl for impl in found if impl is not None]
 
 
+TIERS = ("target", "cpu", "vector width")
+"""ApplyHistoryBest's tiers of a record (describe()'s "tier"), nearest first."""
+
+
 def library_wins(calls: list[Call], library: str) -> bool:
     """Whether `library` should compute the op of `calls` (one call, and the forms the
     build may turn it into: a dense on packed weights) by what the log says: when the
     log has a record of a tuned kernel of them, only if it has one of the library's
-    that is faster; when it has none of a tuned kernel, yes (the build was asked to use
-    the library, and nothing measured says otherwise)."""
+    that is better: nearer (of this target, else its CPU, else its vector width: times
+    are compared within a tier, as AlterOpLayout compares its implementations), then
+    faster; when it has none of a tuned kernel, yes (the build was asked to use the
+    library, and nothing measured says otherwise)."""
     impls = [impl for call in calls for impl in probe(call)]
 
     def best(group):
-        times = [i.info["record_seconds"] for i in group if i.info.get("record_seconds")]
-        return min(times) if times else None
+        keys = [(TIERS.index(i.info["tier"]) if i.info.get("tier") in TIERS else len(TIERS),
+                 i.info["record_seconds"])
+                for i in group if i.info.get("record_seconds") is not None]
+        return min(keys) if keys else None
     tuned = best([i for i in impls if i.library is None])
     if tuned is None:
         return True

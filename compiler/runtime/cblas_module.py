@@ -10,8 +10,12 @@ The description (codegen/cblas.py writes it):
 
 "args" and "outputs" are the shapes of the function's arguments and outputs, "buffers"
 the elements of its intermediate values. Each gemm computes C = op(A) op(B) for each of
-`batch` matrices, row-major and packed; a value is an argument, an output or a buffer
-(buffers are malloc'd for the call and freed after). The module JIT-compiles
+`batch` matrices, row-major and packed, the i-th at element i * stride of each operand
+("stride_a", "stride_b", "stride_c"; by default the size of one matrix: a 1x1
+convolution's weight has stride 0); a value is an argument, an output or a buffer
+(buffers are malloc'd for the call and freed after). A gemm of one row (a batch-1
+dense) calls cblas_sgemv instead: OpenBLAS's sgemm does not forward it to its gemv,
+which is faster there (benchmarks/byoc.py). The module JIT-compiles
 `int32 symbol(void *...)` and `symbol_packed` with LLVM, calling OpenBLAS from the
 `scipy-openblas32` package (its symbols are prefixed `scipy_`; it is loaded into the
 process once). SaveToBinary is
@@ -20,6 +24,7 @@ package where it runs, and says so when it is missing.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
@@ -32,7 +37,7 @@ from ..llvm_target import optimize, target_machine
 from ..target import host_target
 from .external import ExternalModule, register_library, register_loader
 
-SGEMM = "scipy_cblas_sgemm"
+SGEMM, SGEMV = "scipy_cblas_sgemm", "scipy_cblas_sgemv"
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 I32, I64, F32, PTR = ir.IntType(32), ir.IntType(64), ir.FloatType(), ir.PointerType()
 
@@ -54,7 +59,14 @@ def openblas_library(symbol: str) -> str:
 
 @functools.cache
 def _load_permanently(path: str) -> None:
+    """Load OpenBLAS for LLVM's linker, with as many threads as our kernels use (the
+    CPUs this process may run on, as the native runtime's pool counts them), unless
+    OPENBLAS_NUM_THREADS says otherwise: OpenBLAS would otherwise follow
+    OMP_NUM_THREADS, which Ray sets to 1 in its workers, and a tuning runner would time
+    the library on one core while the build runs it on all."""
     llvm.load_library_permanently(path)
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        ctypes.CDLL(path).scipy_openblas_set_num_threads(len(os.sched_getaffinity(0)))
 
 
 class CblasModule(ExternalModule):
@@ -98,6 +110,8 @@ def gemm_module(symbol: str, spec: dict) -> ir.Module:
     module = ir.Module(name=symbol)
     sgemm = ir.Function(module, ir.FunctionType(ir.VoidType(), [
         I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32]), name=SGEMM)
+    sgemv = ir.Function(module, ir.FunctionType(ir.VoidType(), [
+        I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32]), name=SGEMV)
     malloc = ir.Function(module, ir.FunctionType(PTR, [I64]), name="malloc")
     free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name="free")
     count = len(spec["args"]) + len(spec["outputs"])
@@ -115,13 +129,22 @@ def gemm_module(symbol: str, spec: dict) -> ir.Module:
         m, n, k = g["m"], g["n"], g["k"]
         lda = m if g["trans_a"] else k
         ldb = k if g["trans_b"] else n
+        strides = [g.get("stride_a", m * k), g.get("stride_b", k * n), g.get("stride_c", m * n)]
         for i in range(g["batch"]):
-            def at(p, elems, i=i):
-                return b.gep(p, [I64(i * elems)], inbounds=True, source_etype=F32)
+            def at(p, stride, i=i):
+                return b.gep(p, [I64(i * stride)], inbounds=True, source_etype=F32)
+            if m == 1 and not g["trans_a"]:  # a row times a matrix: OpenBLAS's gemv
+                # c = op(B)^T a: B (N, K) as it is for a dense, (K, N) transposed otherwise
+                rows, cols = (n, k) if g["trans_b"] else (k, n)
+                b.call(sgemv, [I32(ROW_MAJOR), I32(NO_TRANS if g["trans_b"] else TRANS),
+                               I32(rows), I32(cols), F32(1.0), at(bb, strides[1]),
+                               I32(cols), at(a, strides[0]), I32(1), F32(0.0),
+                               at(c, strides[2]), I32(1)])
+                continue
             b.call(sgemm, [I32(ROW_MAJOR), I32(TRANS if g["trans_a"] else NO_TRANS),
                            I32(TRANS if g["trans_b"] else NO_TRANS), I32(m), I32(n), I32(k),
-                           F32(1.0), at(a, m * k), I32(lda), at(bb, k * n), I32(ldb),
-                           F32(0.0), at(c, m * n), I32(n)])
+                           F32(1.0), at(a, strides[0]), I32(lda), at(bb, strides[1]),
+                           I32(ldb), F32(0.0), at(c, strides[2]), I32(n)])
     for buf in values["buf"]:
         b.call(free, [buf])
     b.ret(I32(0))
@@ -140,4 +163,4 @@ def gemm_module(symbol: str, spec: dict) -> ir.Module:
 
 
 register_loader(CblasModule.type_key, CblasModule.load)
-register_library(SGEMM.encode(), lambda: openblas_library("a module calling cblas"))
+register_library(b"scipy_cblas_", lambda: openblas_library("a module calling cblas"))

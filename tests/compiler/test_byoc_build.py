@@ -137,6 +137,24 @@ def test_gemms_in_c_and_in_openblas_match_numpy(external):
         [["nn.batch_matmul"], ["matmul"]])]
 
 
+def test_one_row_goes_through_openblas_gemv():
+    x = graph.var("x", shape=(1, 37))
+    d = graph.nn.dense(x, graph.const(data(13, 37)))
+    m = graph.matmul(x, graph.const(data(37, 1000)))
+    lib = check(graph.Function([x], graph.Tuple([graph.nn.softmax(d), graph.nn.softmax(m)])),
+                ["cblas"], data(1, 37))
+    assert "scipy_cblas_sgemv" in lib.externals["cblas_0"].get_source("ll")
+
+
+def test_a_1x1_convolution_goes_to_openblas_and_a_3x3_one_does_not():
+    x = graph.var("x", shape=(2, 13, 7, 7))
+    y = graph.nn.conv2d(x, graph.const(data(37, 13, 1, 1)))
+    y = graph.nn.conv2d(graph.nn.relu(y), graph.const(data(7, 37, 3, 3)), padding=(1, 1))
+    y = graph.nn.conv2d(y, graph.const(data(13, 7, 1, 1)), strides=(2, 2))  # strided: no
+    lib = check(graph.Function([x], graph.nn.relu(y)), ["cblas"], data(2, 13, 7, 7))
+    assert [s["ops"] for s in lib.plan["steps"] if "external" in s] == [["nn.conv2d"]]
+
+
 def test_a_region_with_two_outputs_writes_both():
     register_external("two_out_c", ccompiler_codegen)
     for op in ("negative", "nn.relu", "add"):

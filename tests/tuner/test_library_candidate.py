@@ -55,7 +55,8 @@ def test_a_model_with_the_cblas_codegen_has_the_library_tasks_beside_the_tuned_o
 @pytest.mark.slow
 @pytest.mark.parametrize("name, args", [("dense_cblas", (13, 37, 7)),
                                         ("matmul_cblas", (7, 1000, 13)),
-                                        ("batch_matmul_cblas", (3, 7, 13, 37))])
+                                        ("batch_matmul_cblas", (3, 7, 13, 37)),
+                                        ("conv2d_1x1_cblas", (2, 13, 7, 7, 37))])
 def test_the_real_measurer_times_a_library_kernel_once_and_checks_it(local_ray, tmp_path,
                                                                      name, args):
     task = Task(name, args)
@@ -135,10 +136,9 @@ def test_tune_then_compile_an_mlp_with_external_cblas_and_run_it(tmp_path):
                    "cblas", "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     calls = json.loads(compiled.stdout)["calls"]
-    for op, library, tuned_one in (("nn.dense", "dense_cblas", "dense"),
-                                   ("matmul", "matmul_cblas", "matmul")):
-        picks = json.loads(run("log", "best", library, *(5, 37, 13) if op == "nn.dense" else
-                               (5, 7, 37), "--db", "t.db", "--json",
+    for op, library, args in (("nn.dense", "dense_cblas", (5, 37, 13)),
+                              ("matmul", "matmul_cblas", (5, 7, 37))):
+        picks = json.loads(run("log", "best", library, *args, "--db", "t.db", "--json",
                                cwd=tmp_path).stdout)["build_picks"]
         call = next(c for c in calls if op in c["ops"])
         assert (call["info"].get("external") == "cblas") == (picks == "cblas"), (picks, call)
