@@ -78,8 +78,9 @@ def gemm_of(call: Call) -> dict:
         return {"batch": n, "m": b[0], "n": h * w, "k": c, "trans_a": False,
                 "trans_b": False, "operands": [1, 0], "stride_a": 0}
     if call.op.name == "nn.dense":
-        return {"batch": 1, "m": a[0], "n": b[0], "k": a[1], "trans_a": False,
-                "trans_b": True}
+        # Data of any rank: its leading dimensions are the rows of one gemm.
+        return {"batch": 1, "m": int(np.prod(a[:-1], dtype=np.int64)), "n": b[0],
+                "k": a[-1], "trans_a": False, "trans_b": True}
     if call.op.name == "nn.batch_matmul":
         return {"batch": a[0], "m": a[1], "n": b[1], "k": a[2], "trans_a": False,
                 "trans_b": True}

@@ -59,7 +59,9 @@ def takes(call: Call) -> bool:
         return attrs["layout"] == "NCHW"
     if name == "matmul":
         return all(a.ty.ndim == 2 for a in call.args)
-    return True
+    if name == "nn.dense":
+        return call.args[0].ty.ndim >= 1
+    return call.ty.ndim > 0  # a scalar op is not worth a C function (and has no loops)
 
 
 for _name in SUPPORTED:
@@ -264,7 +266,8 @@ def _gemm(op: str, shapes, out) -> list[str]:
         (batch, m, k), n = shapes[0], shapes[1][1]
         a, b = "in0[(b * M + i) * K + k]", "in1[(b * N + j) * K + k]"
     elif op == "nn.dense":
-        batch, (m, k), n = 1, shapes[0], shapes[1][0]
+        # Data of any rank: its leading dimensions are the rows of one gemm.
+        batch, m, k, n = 1, int(np.prod(shapes[0][:-1])), shapes[0][-1], shapes[1][0]
         a, b = "in0[i * K + k]", "in1[j * K + k]"
     else:
         batch, (m, k), n = 1, shapes[0], shapes[1][1]

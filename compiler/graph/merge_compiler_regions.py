@@ -47,6 +47,20 @@ def merge_compiler_regions(func: Function) -> Function:
             for o in operands(e):
                 walk(o, feeders, foreign, True)
 
+    def barred_of(me):
+        """The regions `me` must not merge with: those it reads through a node outside
+        it, and, transitively, whatever those read. Each set is gathered when its region
+        is visited, so a merge made later (a feeder joining a region below it) shows only
+        through the closure."""
+        out, todo = set(), [me]
+        while todo:
+            for q in restrictions[todo.pop()]:
+                q = find(q)
+                if q != me and q not in out:
+                    out.add(q)
+                    todo.append(q)
+        return out
+
     for region in regions:  # in post-order of their first op: feeders come first
         for node in region.nodes:
             me = find(index[id(region)])
@@ -63,7 +77,7 @@ def merge_compiler_regions(func: Function) -> Function:
                 continue
             for f in sorted(feeders):
                 me = find(me)
-                barred = {find(r) for r in restrictions[me]}
+                barred = barred_of(me)
                 if regions[f].target != regions[me].target or f in barred:
                     continue
                 parent[f] = me

@@ -137,6 +137,21 @@ def test_gemms_in_c_and_in_openblas_match_numpy(external):
         [["nn.batch_matmul"], ["matmul"]])]
 
 
+@pytest.mark.parametrize("external", [["ccompiler"], ["cblas"]])
+@pytest.mark.parametrize("shape", [(2, 3, 8), (8,)])
+def test_a_dense_on_data_of_another_rank_is_one_gemm_over_its_rows(external, shape):
+    x = graph.var("x", shape=shape)
+    lib = check(graph.Function([x], graph.nn.dense(x, graph.const(data(13, 8)))),
+                external, data(*shape))
+    assert externals_of(lib) == [f"{external[0]}_0"]
+
+
+def test_a_scalar_op_is_not_claimed_by_the_c_codegen():
+    a, b = graph.var("a", shape=()), graph.var("b", shape=())
+    lib = check(graph.Function([a, b], graph.add(a, b)), ["ccompiler"], data(), data())
+    assert externals_of(lib) == []
+
+
 def test_one_row_goes_through_openblas_gemv():
     x = graph.var("x", shape=(1, 37))
     d = graph.nn.dense(x, graph.const(data(13, 37)))

@@ -127,6 +127,24 @@ def test_the_diamond_merges_o1_and_o2_but_not_o3_which_would_make_a_cycle_throug
     same_numbers(mod, out, [(10, 10)])
 
 
+def test_a_merge_made_later_still_bars_a_region_that_would_close_a_cycle():
+    """k feeds x feeds me, and f feeds z feeds w. Once f has merged into me, w reads
+    me's region through z, and me reads k through x: merging k into w would make the
+    cycle {k, w} -> x -> {f, me} -> z -> {k, w}."""
+    a = graph.var("a", shape=(5, 7))
+    k = graph.tensor_ops.call("negative", [a])
+    x = graph.tanh(k)
+    f = graph.nn.relu(a)
+    z = graph.tanh(f)
+    w = graph.add(z, k)
+    me = graph.add(f, x)
+    mod = typed(graph.Function([a], graph.subtract(graph.subtract(z, me), w)))
+    merged = Sequential([T.AnnotateTarget("test_target"), T.MergeCompilerRegions()])(mod)
+    ours = [ops for target, ops in regions_of(merged["main"]) if target == "test_target"]
+    assert sorted(ours) == [["add"], ["negative"], ["nn.relu", "add"]]
+    same_numbers(mod, T.PartitionGraph()(merged), [(5, 7)])
+
+
 def test_a_region_read_through_a_tuple_is_not_merged_across_it():
     a = graph.var("a", shape=(4, 6))
     r1 = graph.nn.relu(a)
