@@ -38,7 +38,7 @@ import numpy as np
 from compiler.ir import expr as E
 from compiler.ir.stmt import PARALLEL, UNROLLED, VECTORIZED
 from compiler.schedule.graph import StageGraph
-from compiler.schedule.relations import Fuse, Rebase, Split
+from compiler.schedule.relations import Fuse, Rebase, Shift, Split
 from compiler.schedule.stage import SCOPE
 from compiler.te.tensor import REDUCE
 from search_spaces import (AnnotateSpace, InstantiationError, OtherOptionSpace, ReorderSpace,
@@ -234,7 +234,7 @@ class _Nest:
                 case Fuse(outer=o, inner=i, fused=f):
                     self.extent[f] = self.extent[o] * self.extent[i]
                     self.parts[f] = self.parts[o] + self.parts[i]
-                case Rebase(parent=p, rebased=r):
+                case Rebase(parent=p, rebased=r) | Shift(parent=p, shifted=r):
                     self.extent[r], self.parts[r] = self.extent[p], self.parts[p]
 
     def _request(self, st, dim: int) -> int:

@@ -26,7 +26,7 @@ from ..ir.functor import collect
 from ..ir.range import Range
 from ..te.tensor import IterVar
 from .graph import StageGraph
-from .relations import Fuse, Rebase, Split
+from .relations import Fuse, Rebase, Shift, Split
 from .stage import SCOPE, Stage
 
 
@@ -172,6 +172,10 @@ def _pass_up(ctx: BoundContext, rel, up: dict):
             pmin = rmap[p].min
             up[p] = IntervalSet(None if s.min is None else ctx.simplify(s.min + pmin),
                                 None if s.max is None else ctx.simplify(s.max + pmin))
+        case Shift(parent=p, shifted=t, amount=amount):
+            s = up[t]
+            up[p] = IntervalSet(None if s.min is None else ctx.simplify(s.min - amount),
+                                None if s.max is None else ctx.simplify(s.max - amount))
 
 
 def _pass_up_fuse(ctx: BoundContext, rel: Fuse, s: IntervalSet):
@@ -236,3 +240,5 @@ def _pass_down_domain(ctx: BoundContext, st: Stage):
                 ctx.set_range(f, Range(E.const(0), rmap[o].extent * rmap[i].extent))
             case Rebase(parent=p, rebased=r):
                 ctx.set_range(r, Range(E.const(0), rmap[p].extent))
+            case Shift(parent=p, shifted=t, amount=amount):
+                ctx.set_range(t, Range(rmap[p].min + amount, rmap[p].extent))

@@ -16,7 +16,7 @@ from ..ir.reduce import Reduce
 from ..ir.stmt import SERIAL, For, IfThenElse, ProducerStore, Realize, Stmt, seq
 from ..te.tensor import REDUCE, IterVar
 from .bound import BoundContext
-from .relations import Fuse, Rebase, Split
+from .relations import Fuse, Rebase, Shift, Split
 from .stage import ROOT, SCOPE, Stage
 
 
@@ -116,6 +116,8 @@ class _Builder:
                     value[i] = simplify(value[f] % n + rmap[i].min, bounds)
                 case Rebase(parent=p, rebased=r):
                     value[p] = simplify(value[r] + rmap[p].min, bounds)
+                case Shift(parent=p, shifted=t, amount=amount):
+                    value[p] = simplify(value[t] - amount, bounds)
         return guards
 
 

@@ -2,6 +2,8 @@
 
 The primitives (split, fuse, reorder, tile, compute_at, ...) only edit the stage's
 IterVar graph and attachment; bound inference and schedule_ops read them later.
+Tiramisu's commands (the reference tiramisu-internals) join them: shift, interchange,
+and unroll / vectorize with a factor.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from ..errors import ScheduleError
 from ..ir.expr import IntImm, Var
 from ..ir.stmt import PARALLEL, UNROLLED, VECTORIZED
 from ..te.tensor import REDUCE, ComputeOp, IterVar
-from .relations import Fuse, Split
+from .relations import Fuse, Shift, Split
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
 
@@ -99,11 +101,43 @@ class Stage:
         inner = IterVar(None, Var(f"{parent.name}.inner"), parent.iter_type)
         self.relations.append(Split(parent, outer, inner, factor, nparts))
         self._replace_leaf([parent], [outer, inner])
-        for st in self.schedule.stages:
-            if st.attach_ivar is parent:
-                # Once per value of parent is once per iteration of inner.
-                st.attach_ivar = inner
+        # Once per value of parent is once per iteration of inner.
+        self._move_attachments(parent, inner)
         return outer, inner
+
+    def _move_attachments(self, old: IterVar, new: IterVar):
+        for st in self.schedule.stages:
+            if st.attach_ivar is old:
+                st.attach_ivar = new
+
+    def shift(self, axis, amount):
+        """Tiramisu's shift: the loop `axis` runs from its start + `amount`, and the body
+        sees the loop's value - `amount`. Returns the shifted loop. Alone it changes no
+        result; in loops shared with `after` / `before` it moves this stage's iterations
+        `amount` later (earlier, if negative) against the other stage's."""
+        parent = self._leaf(axis, "shift")
+        if isinstance(amount, IntImm):
+            amount = amount.value
+        if isinstance(amount, bool) or not isinstance(amount, int):
+            raise ScheduleError(f"stage {self.name}: shift of axis {parent.name} needs an "
+                                f"integer amount, got {amount!r}")
+        shifted = IterVar(None, Var(f"{parent.name}.shifted"), parent.iter_type)
+        self.relations.append(Shift(parent, shifted, amount))
+        self._replace_leaf([parent], [shifted])
+        self._move_attachments(parent, shifted)
+        for table in (self.iter_var_attrs, self.pragmas):
+            if parent in table:
+                table[shifted] = table.pop(parent)
+        return shifted
+
+    def interchange(self, a, b):
+        """Tiramisu's interchange: swap the loops `a` and `b` (a reorder of two)."""
+        ia, ib = self._leaf(a, "interchange"), self._leaf(b, "interchange")
+        if ia is ib:
+            raise ScheduleError(f"stage {self.name}: interchange of axis {ia.name} with "
+                                f"itself")
+        pa, pb = self.leaf_iter_vars.index(ia), self.leaf_iter_vars.index(ib)
+        self.leaf_iter_vars[pa], self.leaf_iter_vars[pb] = ib, ia
 
     def fuse(self, *axes):
         """Fuse adjacent loops (outermost first) into one loop; returns the fused axis."""
@@ -199,13 +233,34 @@ class Stage:
             raise ScheduleError(f"stage {self.name}: cannot {word} the reduction axis {iv.name}")
         self.iter_var_attrs[iv] = kind
 
-    def vectorize(self, axis):
-        """Run the loop `axis` as vector operations."""
-        self._annotate(axis, VECTORIZED)
+    def _annotate_by(self, axis, kind: str, factor, word: str):
+        """Annotate `axis`; with a `factor`, split it by that factor first and annotate
+        the inner loop (Tiramisu's unroll(i, v) / vectorize(i, v)): (outer, inner)."""
+        if factor is None:
+            self._annotate(axis, kind)
+            return None
+        iv = self._leaf(axis, kind)
+        if kind == VECTORIZED and iv.iter_type == REDUCE:  # before splitting anything
+            self._annotate(iv, kind)
+        if isinstance(factor, IntImm):
+            factor = factor.value
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor <= 0:
+            raise ScheduleError(f"stage {self.name}: {word} of axis {iv.name} needs a "
+                                f"positive integer {'width' if kind == VECTORIZED else 'factor'}"
+                                f", got {factor!r}")
+        outer, inner = self.split(iv, factor=factor)
+        self._annotate(inner, kind)
+        return outer, inner
 
-    def unroll(self, axis):
-        """Unroll the loop `axis` completely."""
-        self._annotate(axis, UNROLLED)
+    def vectorize(self, axis, width=None):
+        """Run the loop `axis` as vector operations; with `width`, split it by `width`
+        and vectorize the inner loop (returns (outer, inner))."""
+        return self._annotate_by(axis, VECTORIZED, width, "vectorize")
+
+    def unroll(self, axis, factor=None):
+        """Unroll the loop `axis` completely; with `factor`, split it by `factor` and
+        unroll the inner loop (returns (outer, inner))."""
+        return self._annotate_by(axis, UNROLLED, factor, "unroll")
 
     def parallel(self, axis):
         """Run the iterations of `axis` on parallel threads."""
