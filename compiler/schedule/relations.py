@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arith.simplify import simplify
+from ..ir import expr as E
 from ..te.tensor import IterVar
 
 
@@ -44,3 +46,43 @@ class Shift:
     parent: IterVar
     shifted: IterVar
     amount: int
+
+
+def pass_up_index(st, value: dict, rmap: dict, bounds: dict) -> list:
+    """Root values from leaf values (the reference's PassUpIndex), filling `value`; the
+    guards that keep a split which does not divide inside its parent."""
+    guards = []
+    for rel in reversed(st.relations):
+        match rel:
+            case Split(parent=p, outer=o, inner=i):
+                pr = rmap[p]
+                value[p] = simplify(value[o] * rmap[i].extent + value[i] + pr.min, bounds)
+                cond = simplify(value[p] < pr.min + pr.extent, bounds)
+                if not (isinstance(cond, E.IntImm) and cond.value):
+                    guards.append(cond)
+            case Fuse(outer=o, inner=i, fused=f):
+                n = rmap[i].extent
+                value[o] = simplify(value[f] // n + rmap[o].min, bounds)
+                value[i] = simplify(value[f] % n + rmap[i].min, bounds)
+            case Rebase(parent=p, rebased=r):
+                value[p] = simplify(value[r] + rmap[p].min, bounds)
+            case Shift(parent=p, shifted=t, amount=amount):
+                value[p] = simplify(value[t] - amount, bounds)
+    return guards
+
+
+def pass_down_index(st, value: dict, rmap: dict) -> dict:
+    """Leaf values from root values (PassDownIndex), filling `value`: the loop
+    iteration at which the stage computes the element its roots name."""
+    for rel in st.relations:
+        match rel:
+            case Split(parent=p, outer=o, inner=i):
+                offset = value[p] - rmap[p].min
+                value[o], value[i] = offset // rmap[i].extent, offset % rmap[i].extent
+            case Fuse(outer=o, inner=i, fused=f):
+                value[f] = (value[o] - rmap[o].min) * rmap[i].extent + value[i] - rmap[i].min
+            case Rebase(parent=p, rebased=r):
+                value[r] = value[p] - rmap[p].min
+            case Shift(parent=p, shifted=t, amount=amount):
+                value[t] = value[p] + amount
+    return value

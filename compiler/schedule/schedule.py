@@ -38,6 +38,7 @@ class Schedule:
         self.outputs = list(outputs)
         self.stages: list[Stage] = []
         self.stage_map: dict[Operation, Stage] = {}
+        self.sequence = 0  # orders after / before calls
         for op in _ops_in_order(self.outputs):
             self._add_stage(Stage(op, self), len(self.stages))
         for op in self.outputs:
@@ -63,6 +64,10 @@ class Schedule:
             name = getattr(op, "name", repr(op))
             raise ScheduleError(f"{what}: {name} is not part of this schedule")
         return self.stage_map[op]
+
+    def next_sequence(self) -> int:
+        self.sequence += 1
+        return self.sequence
 
     def owner_of(self, iv: IterVar) -> Stage | None:
         """The stage that has `iv` among its IterVars, if any."""

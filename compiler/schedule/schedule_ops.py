@@ -4,11 +4,13 @@ Each stage becomes a loop nest over its leaf IterVars, with the ranges bound inf
 gave them. A stage attached with compute_at is placed, inside a Realize of the region
 it computes, at the top of its attach loop's body. A reduction gets an init nest over
 its data-parallel loops before the first reduction loop and an update nest after it.
-A split that may not divide its parent gets a guard `if (parent < extent)`.
+A split that may not divide its parent gets a guard `if (parent < extent)`. Stages that
+share loops (Stage.after / before) are emitted as one nest (loop_sharing.py).
 """
 from __future__ import annotations
 
 from ..arith.simplify import const_bound, loop_bounds, simplify
+from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.expr import ProducerLoad
 from ..ir.functor import free_vars, substitute
@@ -16,7 +18,8 @@ from ..ir.reduce import Reduce
 from ..ir.stmt import SERIAL, For, IfThenElse, ProducerStore, Realize, Stmt, seq
 from ..te.tensor import REDUCE, IterVar
 from .bound import BoundContext
-from .relations import Fuse, Rebase, Shift, Split
+from .loop_sharing import SharedLoop, StageItem, check_dependences, top_level_items
+from .relations import pass_up_index
 from .stage import ROOT, SCOPE, Stage
 
 
@@ -30,7 +33,11 @@ def schedule_ops(ctx: BoundContext, params: set) -> Stmt:
             attached.setdefault(st.attach_ivar, []).append(st)
     builder = _Builder(ctx, attached, params)
     roots = [st for st in graph.stages if st.attach_type == ROOT]
-    body = seq(*[builder.stage_nest(st) for st in roots])
+    items = top_level_items(graph, roots)
+    for item in items:
+        if isinstance(item, SharedLoop):
+            check_dependences(ctx, item)
+    body = seq(*[builder.emit(item, {}) for item in items])
     for st in reversed(roots):
         if st not in params:
             body = Realize(st.tensor, tuple(ctx.rmap[iv] for iv in st.op.axis), body, st.scope)
@@ -41,20 +48,69 @@ class _Builder:
     def __init__(self, ctx: BoundContext, attached: dict, params: set):
         self.ctx, self.attached, self.params = ctx, attached, params
 
-    def stage_nest(self, st: Stage) -> Stmt:
+    def emit(self, item, guards: dict) -> Stmt:
+        """The statement of a top-level item (loop_sharing): a stage's nest, or a loop
+        that several stages share; `guards` keep each stage inside its own range of the
+        shared loops around it."""
+        if isinstance(item, StageItem):
+            return _guarded(guards.get(item.stage, []), self.stage_nest(item.stage, item.level))
+        rmap, level = self.ctx.rmap, item.level
+        leaves = {m: m.leaf_iter_vars[level] for m in item.members}
+        ranges = [rmap[leaf] for leaf in leaves.values()]
+        lo, hi = ranges[0].min, ranges[0].min + ranges[0].extent
+        for r in ranges[1:]:
+            lo, hi = E.Min(lo, r.min), E.Max(hi, r.min + r.extent)
+        lo, extent = simplify(lo, self.ctx.bounds), simplify(hi - lo, self.ctx.bounds)
+        u = E.Var(leaves[item.members[0]].name)
+        bounds = dict(self.ctx.bounds)
+        bounds[u] = loop_bounds(E.const(0), extent, bounds)
+        inner = dict(guards)
+        for m, leaf in leaves.items():
+            conds = [simplify(lo + u >= rmap[leaf].min, bounds),
+                     simplify(lo + u < rmap[leaf].min + rmap[leaf].extent, bounds)]
+            inner[m] = guards.get(m, []) + [c for c in conds
+                                            if not (isinstance(c, E.IntImm) and c.value)]
+        parts = []
+        for m, leaf in leaves.items():
+            for child in self.attached.get(leaf, []):
+                parts.append(_guarded(inner[m], self._realized(child)))
+        parts += [self.emit(child, inner) for child in item.children]
+        body = substitute(seq(*parts), {leaf.var: lo + u for leaf in leaves.values()})
+        kinds = {m.iter_var_attrs.get(leaf, SERIAL) for m, leaf in leaves.items()} - {SERIAL}
+        if len(kinds) > 1:
+            raise ScheduleError(
+                f"stages {', '.join(m.name for m in item.members)} share loop "
+                f"{leaves[item.members[0]].name} but annotate it differently "
+                f"({', '.join(sorted(kinds))}); annotate it on one of them, or alike")
+        pragmas = tuple(p for m, leaf in leaves.items() for p in m.pragmas.get(leaf, ()))
+        return For(u, E.const(0), extent, kinds.pop() if kinds else SERIAL, body, pragmas)
+
+    def _realized(self, child: Stage) -> Stmt:
+        nest = self.stage_nest(child)
+        if child in self.params:
+            return nest
+        region = tuple(self.ctx.rmap[iv] for iv in child.op.axis)
+        return Realize(child.tensor, region, nest, child.scope)
+
+    def stage_nest(self, st: Stage, start: int = 0) -> Stmt:
+        """`st`'s loop nest from leaf `start` on; the leaves before it are loops it shares
+        with other stages (loop_sharing), made by `emit`."""
         rmap, bounds = self.ctx.rmap, dict(self.ctx.bounds)
         value: dict[IterVar, E.Expr] = {}
         loops = []  # (leaf, For-or-None)
-        for leaf in st.leaf_iter_vars:
+        for pos, leaf in enumerate(st.leaf_iter_vars):
             r = rmap[leaf]
-            if const_bound(r.extent, bounds) == (1, 1):
+            if pos < start:
+                value[leaf] = leaf.var
+                bounds[leaf.var] = loop_bounds(r.min, r.extent, bounds)
+            elif const_bound(r.extent, bounds) == (1, 1):
                 value[leaf] = r.min
                 loops.append((leaf, None))
             else:
                 value[leaf] = leaf.var
                 bounds[leaf.var] = loop_bounds(r.min, r.extent, bounds)
                 loops.append((leaf, r))
-        guards = self._pass_up_index(st, value, bounds)
+        guards = pass_up_index(st, value, rmap, bounds)
         index = tuple(value[iv] for iv in st.op.axis)
         body = self.ctx.graph.body[st]
         vmap = {iv.var: value[iv] for iv in st.op.root_iter_vars}
@@ -97,28 +153,6 @@ class _Builder:
                     body = substitute(body, {leaf.var: r.min + loop_var})
                 body = For(loop_var, E.const(0), r.extent, kind, body, pragmas)
         return body
-
-    def _pass_up_index(self, st: Stage, value: dict, bounds: dict) -> list[E.Expr]:
-        """Root values from leaf values (PassUpIndex), and the guards that keep a split
-        which does not divide inside its parent."""
-        rmap, guards = self.ctx.rmap, []
-        for rel in reversed(st.relations):
-            match rel:
-                case Split(parent=p, outer=o, inner=i):
-                    pr = rmap[p]
-                    value[p] = simplify(value[o] * rmap[i].extent + value[i] + pr.min, bounds)
-                    cond = simplify(value[p] < pr.min + pr.extent, bounds)
-                    if not (isinstance(cond, E.IntImm) and cond.value):
-                        guards.append(cond)
-                case Fuse(outer=o, inner=i, fused=f):
-                    n = rmap[i].extent
-                    value[o] = simplify(value[f] // n + rmap[o].min, bounds)
-                    value[i] = simplify(value[f] % n + rmap[i].min, bounds)
-                case Rebase(parent=p, rebased=r):
-                    value[p] = simplify(value[r] + rmap[p].min, bounds)
-                case Shift(parent=p, shifted=t, amount=amount):
-                    value[p] = simplify(value[t] - amount, bounds)
-        return guards
 
 
 def _guarded(conds: list[E.Expr], body: Stmt) -> Stmt:

@@ -45,6 +45,7 @@ class Stage:
         self.leaf_iter_vars = list(self.op.root_iter_vars)
         self.relations = []
         self.attach_type, self.attach_ivar, self.attach_stage = ROOT, None, None
+        self.loop_link = None  # (stage, its last shared axis, "after" | "before", call number)
         self.iter_var_attrs: dict[IterVar, str] = {}
         self.pragmas: dict[IterVar, list] = {}
 
@@ -209,6 +210,7 @@ class Stage:
                                 f"loop of stage {parent.name} "
                                 f"({', '.join(iv.name for iv in parent.leaf_iter_vars)})")
         self.attach_type, self.attach_stage, self.attach_ivar = SCOPE, parent, axis
+        self.loop_link = None
 
     def compute_inline(self):
         """Substitute this stage's expression into its consumers; it gets no loops."""
@@ -219,10 +221,43 @@ class Stage:
             raise ScheduleError(f"stage {self.name}: compute_inline of an output of the "
                                 f"schedule is not possible")
         self.attach_type, self.attach_stage, self.attach_ivar = INLINE, None, None
+        self.loop_link = None
 
     def compute_root(self):
         """Compute this stage at the top level, in full (the default)."""
         self.attach_type, self.attach_stage, self.attach_ivar = ROOT, None, None
+        self.loop_link = None
+
+    def after(self, other, axis):
+        """Tiramisu's `C.after(B, i)`: this stage's loops share `other`'s loops down to
+        and including `axis` (level by level: this stage's first loops are the shared
+        ones), and inside them this stage's body runs after `other`'s. Both stages are
+        computed in full at the top level; lowering checks that no value is read before
+        it is written (compiler/schedule/loop_sharing.py)."""
+        self._share_loops(other, axis, "after")
+
+    def before(self, other, axis):
+        """Like `after`, but this stage's body runs before `other`'s in the shared loops."""
+        self._share_loops(other, axis, "before")
+
+    def _share_loops(self, other, axis, order: str):
+        other = self.schedule.stage_for(other, f"{order} of stage {self.name}")
+        if other is self:
+            raise ScheduleError(f"stage {self.name}: {order} of itself")
+        if not isinstance(axis, IterVar) or axis not in other.leaf_iter_vars:
+            name = axis.name if isinstance(axis, IterVar) else repr(axis)
+            raise ScheduleError(f"stage {self.name}: {order} axis {name} is not a current "
+                                f"loop of stage {other.name} "
+                                f"({', '.join(iv.name for iv in other.leaf_iter_vars)})")
+        walk = other
+        while walk is not None:
+            if walk is self:
+                raise ScheduleError(f"stage {self.name}: {order} stage {other.name} would "
+                                    f"make a cycle ({other.name} already shares loops with "
+                                    f"{self.name})")
+            walk = walk.loop_link[0] if walk.loop_link else None
+        self.compute_root()
+        self.loop_link = (other, axis, order, self.schedule.next_sequence())
 
     # ------------------------------------------------------------------ annotations
 

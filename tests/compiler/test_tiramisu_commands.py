@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import compiler
 from compiler import te
 from compiler.errors import ScheduleError
 from compiler.ir.stmt import UNROLLED, VECTORIZED
@@ -105,3 +106,111 @@ def test_bad_arguments_name_the_stage_and_the_axis():
     with pytest.raises(ScheduleError, match=r"stage R: cannot vectorize the reduction axis k"):
         sr[R].vectorize(k, width=4)
     assert sr[R].relations == []  # refused before splitting anything
+
+
+# --------------------------------------------------------------------------- after / before
+
+
+def blur(H, W):
+    """The reference's two-stage blur on one channel: bx along j, then by along i."""
+    A = te.placeholder((H + 2, W + 2), name="A")
+    bx = te.compute((H + 2, W), lambda i, j: (A[i, j] + A[i, j + 1] + A[i, j + 2]) / 3,
+                    name="bx")
+    by = te.compute((H, W), lambda i, j: (bx[i, j] + bx[i + 1, j] + bx[i + 2, j]) / 3,
+                    name="by")
+    return A, bx, by
+
+
+def blur_numpy(a):
+    x = blur_x_numpy(a)
+    return (x[:-2] + x[1:-1] + x[2:]) / 3
+
+
+@pytest.mark.parametrize("H, W", [(7, 13), (37, 1000), (1, 7)])
+@pytest.mark.parametrize("depth", [1, 2])
+def test_after_with_a_shift_fuses_the_blur_into_one_loop_nest(H, W, depth):
+    A, bx, by = blur(H, W)
+    s = te.create_schedule(by.op)
+    s[by].shift(by.op.axis[0], 2)  # by's row r runs when bx has written rows up to r + 2
+    s[by].after(bx, bx.op.axis[depth - 1])
+    text = str(compiler.lower(s, [A, by]))
+    assert text.count("for (i, 0,") == 1  # one shared row loop
+    assert text.count("for (j, 0,") == (1 if depth == 2 else 2)
+    a = randn(H * W, H + 2, W + 2)
+    check_build(s, [A, by], [a], [blur_numpy(a)])
+
+
+def test_a_shared_loop_split_alike_and_annotated_on_one_stage():
+    H, W = 13, 37
+    A, bx, by = blur(H, W)
+    s = te.create_schedule(by.op)
+    byo, byi = s[by].split(by.op.axis[0], factor=4)
+    bxo, bxi = s[bx].split(bx.op.axis[0], factor=4)
+    # Share the outer row loop, by one tile behind: at tile t bx writes rows 4t .. 4t + 3
+    # and by computes rows 4t - 4 .. 4t - 1, which read bx up to row 4t + 1.
+    s[by].shift(byo, 1)
+    s[by].after(bx, bxo)
+    s[by].vectorize(by.op.axis[1], width=8)
+    a = randn(3, H + 2, W + 2)
+    check_build(s, [A, by], [a], [blur_numpy(a)])
+
+
+def test_unrelated_stages_share_loops_in_call_order():
+    A = te.placeholder((7, 13), name="A")
+    B = te.compute((7, 13), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((7, 13), lambda i, j: A[i, j] * 2, name="C")
+    D = te.compute((7, 13), lambda i, j: A[i, j] - 3, name="D")
+    s = te.create_schedule([B.op, C.op, D.op])
+    s[C].after(B, B.op.axis[1])
+    s[D].before(B, B.op.axis[0])
+    text = str(compiler.lower(s, [A, B, C, D]))
+    assert text.count("for (i, 0, 7)") == 1 and text.count("for (j, 0, 13)") == 2
+    assert text.index("D[") < text.index("B[") < text.index("C[")
+    a = randn(0, 7, 13)
+    check_build(s, [A, B, C, D], [a], [a + 1, a * 2, a - 3])
+
+
+def test_a_violated_dependence_names_both_stages_and_the_axis():
+    A, bx, by = blur(7, 13)
+    s = te.create_schedule(by.op)
+    s[by].after(bx, bx.op.axis[0])  # by's row i reads bx rows i + 1, i + 2: not yet written
+    with pytest.raises(ScheduleError, match=r"stage by shares loops with stage bx down to "
+                                            r"axis i, but at loop i it would read values of "
+                                            r"bx before bx writes them"):
+        compiler.lower(s, [A, by])
+    s = te.create_schedule(by.op)
+    i = s[by].shift(by.op.axis[0], 2)
+    s[bx].after(by, i)  # the shift is right, but bx's body runs second
+    with pytest.raises(ScheduleError, match=r"stage by runs before stage bx in their shared "
+                                            r"loops down to axis i, but reads values bx writes in "
+                                            r"the same iteration"):
+        compiler.lower(s, [A, by])
+    s = te.create_schedule(by.op)
+    i = s[by].shift(by.op.axis[0], 2)
+    s[by].after(bx, bx.op.axis[0])
+    s[bx].parallel(bx.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"stage by reads values that stage bx writes "
+                                            r"in earlier iterations of the shared parallel "
+                                            r"loop i"):
+        compiler.lower(s, [A, by])
+
+
+def test_bad_links_name_the_stages():
+    A, bx, by = blur(7, 13)
+    s = te.create_schedule(by.op)
+    with pytest.raises(ScheduleError, match=r"stage by: after axis j is not a current loop "
+                                            r"of stage bx"):
+        s[by].after(bx, by.op.axis[1])
+    s[by].after(bx, bx.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"stage bx: before stage by would make a cycle"):
+        s[bx].before(by, by.op.axis[0])
+    s[bx].split(bx.op.axis[0], factor=2)
+    with pytest.raises(ScheduleError, match=r"stage by runs after stage bx at axis i, which "
+                                            r"is no longer one of its loops"):
+        compiler.lower(s, [A, by])
+    s = te.create_schedule(by.op)
+    s[by].after(bx, bx.op.axis[0])
+    s[bx].compute_at(s[by], by.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"stage by runs after stage bx, which is "
+                                            r"computed inside another stage"):
+        compiler.lower(s, [A, by])
