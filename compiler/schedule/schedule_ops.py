@@ -20,6 +20,7 @@ from ..te.tensor import REDUCE, IterVar
 from .bound import BoundContext
 from .loop_sharing import SharedLoop, StageItem, check_dependences, top_level_items
 from .relations import pass_up_index
+from .storage_map import apply_storage_maps
 from .stage import ROOT, SCOPE, Stage
 
 
@@ -41,7 +42,7 @@ def schedule_ops(ctx: BoundContext, params: set) -> Stmt:
     for st in reversed(roots):
         if st not in params:
             body = Realize(st.tensor, tuple(ctx.rmap[iv] for iv in st.op.axis), body, st.scope)
-    return body
+    return apply_storage_maps(body, graph.stages)
 
 
 class _Builder:

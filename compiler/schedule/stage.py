@@ -12,6 +12,7 @@ from ..ir.expr import IntImm, Var
 from ..ir.stmt import PARALLEL, UNROLLED, VECTORIZED
 from ..te.tensor import REDUCE, ComputeOp, IterVar
 from .relations import Fuse, Shift, Split
+from .storage_map import storage_map
 
 ROOT, INLINE, SCOPE = "root", "inline", "scope"
 
@@ -36,6 +37,7 @@ class Stage:
         self.schedule = schedule
         self.is_output = False
         self.scope = "global"
+        self.storage = None  # (shape, index expressions over op.axis): store_in
         self.reset_iter_vars()
 
     def reset_iter_vars(self):
@@ -227,6 +229,12 @@ class Stage:
         """Compute this stage at the top level, in full (the default)."""
         self.attach_type, self.attach_stage, self.attach_ivar = ROOT, None, None
         self.loop_link = None
+
+    def store_in(self, shape, index_map):
+        """Tiramisu's store_in: write this stage's values into a buffer of `shape`, the
+        element at (i, j, ...) at `index_map(i, j, ...)` (e.g. `lambda i, j: (j, i)`
+        stores it transposed); its consumers read through the same map."""
+        self.storage = storage_map(self, shape, index_map)
 
     def after(self, other, axis):
         """Tiramisu's `C.after(B, i)`: this stage's loops share `other`'s loops down to

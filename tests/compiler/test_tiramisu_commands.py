@@ -214,3 +214,45 @@ def test_bad_links_name_the_stages():
     with pytest.raises(ScheduleError, match=r"stage by runs after stage bx, which is "
                                             r"computed inside another stage"):
         compiler.lower(s, [A, by])
+
+
+# --------------------------------------------------------------------------- store_in
+
+
+@pytest.mark.parametrize("placement", ["root", "after", "compute_at"])
+def test_store_in_a_transposed_buffer_keeps_the_result(placement):
+    H, W = 13, 37
+    A, bx, by = blur(H, W)
+    s = te.create_schedule(by.op)
+    s[bx].store_in((W, H + 2), lambda i, j: (j, i))
+    if placement == "after":
+        s[by].shift(by.op.axis[0], 2)
+        s[by].after(bx, bx.op.axis[0])
+    elif placement == "compute_at":
+        s[bx].compute_at(s[by], by.op.axis[0])
+    text = str(compiler.lower(s, [A, by]))
+    assert f"allocate bx[float32 * {W * (H + 2)}]" in text
+    assert "bx[((j*15) + i)]" in text or "bx[((j*15) + (i + " in text
+    a = randn(5, H + 2, W + 2)
+    check_build(s, [A, by], [a], [blur_numpy(a)])
+
+
+def test_store_in_errors_name_the_stage_and_the_elements():
+    A, bx, by = blur(7, 13)
+    s = te.create_schedule(by.op)
+    with pytest.raises(ScheduleError, match=r"stage bx: store_in maps elements \(0, 0\) and "
+                                            r"\(2, 0\) to one slot \(0, 0\): folding storage"):
+        s[bx].store_in((2, 13), lambda i, j: (i % 2, j))
+    with pytest.raises(ScheduleError, match=r"stage bx: store_in maps element \(0, 9\) to "
+                                            r"\(9, 0\), outside the buffer of shape "
+                                            r"\(9, 13\) \(dimension 0\)"):
+        s[bx].store_in((9, 13), lambda i, j: (j, i))
+    with pytest.raises(ScheduleError, match=r"stage bx: store_in: the index map gives 1 "
+                                            r"indices for a buffer of 2 dimensions"):
+        s[bx].store_in((9, 13), lambda i, j: i * 13 + j)
+    with pytest.raises(ScheduleError, match=r"stage by: store_in of an output"):
+        s[by].store_in((13, 7), lambda i, j: (j, i))
+    with pytest.raises(ScheduleError, match=r"stage bx: store_in needs a shape of positive "
+                                            r"integers"):
+        s[bx].store_in((0, 13), lambda i, j: (i, j))
+    assert s[bx].storage is None
