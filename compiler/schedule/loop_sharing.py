@@ -137,12 +137,12 @@ def check_dependences(ctx, group: SharedLoop):
         for producer in group.members:
             if producer is consumer or not ctx.graph.loads(consumer, of=producer):
                 continue
-            depth, producer_first = _shared_depth(group, producer, consumer)
+            depth, producer_first = shared_depth(group, producer, consumer)
             for load in ctx.graph.loads(consumer, of=producer):
                 _check_read(ctx, producer, consumer, load, depth, producer_first)
 
 
-def _shared_depth(node: SharedLoop, a: Stage, b: Stage) -> tuple[int, bool]:
+def shared_depth(node: SharedLoop, a: Stage, b: Stage) -> tuple[int, bool]:
     """How many loops `a` and `b` share, and whether `a`'s body runs first inside them."""
     while True:
         ia = next(n for n, it in enumerate(node.children) if _holds(it, a))

@@ -5,7 +5,9 @@ gave them. A stage attached with compute_at is placed, inside a Realize of the r
 it computes, at the top of its attach loop's body. A reduction gets an init nest over
 its data-parallel loops before the first reduction loop and an update nest after it.
 A split that may not divide its parent gets a guard `if (parent < extent)`. Stages that
-share loops (Stage.after / before) are emitted as one nest (loop_sharing.py).
+share loops (Stage.after / before) are emitted as one nest (loop_sharing.py). A stage
+stored through a map (Stage.store_in) gets its buffer's shape and mapped accesses last,
+once the folds the map makes are checked (storage_liveness.py).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..te.tensor import REDUCE, IterVar
 from .bound import BoundContext
 from .loop_sharing import SharedLoop, StageItem, check_dependences, top_level_items
 from .relations import pass_up_index
+from .storage_liveness import check_folds
 from .storage_map import apply_storage_maps
 from .stage import ROOT, SCOPE, Stage
 
@@ -38,6 +41,7 @@ def schedule_ops(ctx: BoundContext, params: set) -> Stmt:
     for item in items:
         if isinstance(item, SharedLoop):
             check_dependences(ctx, item)
+    check_folds(ctx, items)
     body = seq(*[builder.emit(item, {}) for item in items])
     for st in reversed(roots):
         if st not in params:
