@@ -21,8 +21,8 @@ from .fallback import fallback_annotate, fallback_reorder, fallback_split, neare
 from .knobs import AnnotateSpace, KnobSpace, OtherOptionSpace, ReorderSpace, SplitSpace
 from .registry import Template, get_template, space, template, templates
 from .config_space import ConfigEntity, ConfigSpace, FallbackConfig
-from . import (conv2d, conv2d_nchwc, conv2d_packed, depthwise_conv2d,  # noqa: E402,F401
-               library, matmul)  # (register the templates)
+from . import (blur, conv2d, conv2d_nchwc, conv2d_packed,  # noqa: E402,F401
+               depthwise_conv2d, library, matmul)  # (register the templates)
 
 __all__ = [
     "ConfigSpace", "ConfigEntity", "FallbackConfig",

@@ -30,6 +30,8 @@ CASES = [
     ("conv2d_nchwc", (2, 16, 13, 7, 8, 1, 1, 2, 0, 16, 8)),
     ("depthwise_conv2d_nchwc", (1, 16, 13, 13, 3, 3, 1, 1, 16)),
     ("depthwise_conv2d_nchwc", (1, 24, 37, 37, 3, 3, 2, 1, 8)),
+    ("blur", (7, 13)),
+    ("blur", (13, 37, False)),
 ]
 
 
