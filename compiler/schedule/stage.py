@@ -119,6 +119,12 @@ class Stage:
         result; in loops shared with `after` / `before` it moves this stage's iterations
         `amount` later (earlier, if negative) against the other stage's."""
         parent = self._leaf(axis, "shift")
+        if parent.iter_type == REDUCE:
+            raise ScheduleError(f"stage {self.name}: cannot shift the reduction axis "
+                                f"{parent.name}; shift data-parallel loops only")
+        if any(isinstance(rel, Fuse) and rel.fused is parent for rel in self.relations):
+            raise ScheduleError(f"stage {self.name}: cannot shift the fused axis "
+                                f"{parent.name}; shift one of the loops before fusing them")
         if isinstance(amount, IntImm):
             amount = amount.value
         if isinstance(amount, bool) or not isinstance(amount, int):

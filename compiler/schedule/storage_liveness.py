@@ -90,7 +90,8 @@ def _check_per_iteration(ctx, st: Stage):
     if int(np.prod(sizes, dtype=np.int64)) > MAX_CHECKED:
         raise ScheduleError(f"{where}: too many iterations of the loops around {st.name} to "
                             f"check the folding map on")
-    grid = np.indices(sizes, dtype=np.int64).reshape(len(outer), -1)
+    grid = np.indices(sizes, dtype=np.int64).reshape(len(outer), -1) if outer else \
+        np.zeros((0, 1), np.int64)  # one region, the same in every iteration
     env = {v: grid[k] + lo for k, (v, (lo, _)) in enumerate(zip(outer, ranges))}
     n = grid.shape[1]
     starts = [np.broadcast_to(evaluate(r.min, env, where), (n,)) for r in region]

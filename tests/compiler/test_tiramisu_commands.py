@@ -4,6 +4,8 @@ built to native code on odd shapes and non-divisible factors, and compared with 
 bad arguments are ScheduleErrors naming the stage and the axis."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 import compiler
@@ -38,6 +40,8 @@ def test_shift_moves_the_loop_and_keeps_the_result(H, W, amount):
     assert isinstance(s[B].relations[-1], Shift) and s[B].relations[-1].amount == amount
     r = infer_bound(s)[i]
     assert (r.min.value, r.extent.value) == (amount, H)  # the loop runs from amount
+    # Loops print from 0 (as MakeLoopNest makes them); the body sees the shifted value.
+    assert f"for (i.shifted, 0, {H})" in str(compiler.lower(s, [A, B]))
     a = randn(H, H, W + 2)
     check_build(s, [A, B], [a], [blur_x_numpy(a)])
 
@@ -62,6 +66,9 @@ def test_interchange_swaps_two_loops():
     jo, ji = s[B].split(j, factor=8)
     s[B].interchange(i, jo)
     assert s[B].leaf_iter_vars == [jo, i, ji]
+    text = str(compiler.lower(s, [A, B]))
+    assert text.index("for (j.outer, 0, 5)") < text.index("for (i, 0, 13)") < \
+        text.index("for (j.inner, 0, 8)")
     a = randn(2, H, W + 2)
     check_build(s, [A, B], [a], [blur_x_numpy(a)])
 
@@ -77,6 +84,9 @@ def test_unroll_and_vectorize_with_a_factor_split_first(factor):
     assert s[B].iter_var_attrs == {ji: VECTORIZED, ii: UNROLLED}
     assert s[B].leaf_iter_vars == [io, ii, jo, ji]
     assert s[B].unroll(io) is None and s[B].iter_var_attrs[io] == UNROLLED
+    if factor == 3:  # the reference's bx.unroll(c, 3)
+        text = str(compiler.lower(s, [A, B]))
+        assert "unrolled (i.inner, 0, 3)" in text and "vectorized (j.inner, 0, 3)" in text
     a = randn(factor, H, W + 2)
     check_build(s, [A, B], [a], [blur_x_numpy(a)])
 
@@ -106,6 +116,12 @@ def test_bad_arguments_name_the_stage_and_the_axis():
     with pytest.raises(ScheduleError, match=r"stage R: cannot vectorize the reduction axis k"):
         sr[R].vectorize(k, width=4)
     assert sr[R].relations == []  # refused before splitting anything
+    with pytest.raises(ScheduleError, match=r"stage R: cannot shift the reduction axis k"):
+        sr[R].shift(k, 2)
+    fused = s[B].fuse(i, j)
+    with pytest.raises(ScheduleError, match=r"stage bx: cannot shift the fused axis "
+                                            r"i\.j\.fused; shift one of the loops before"):
+        s[B].shift(fused, 1)
 
 
 # --------------------------------------------------------------------------- after / before
@@ -356,3 +372,62 @@ def test_a_fold_across_iterations_of_a_parallel_shared_loop_is_a_race():
     s[bx].store_in((3, 16), lambda i, j: (i % 3, j))
     a = randn(3, 9, 18)
     check_build(s, [A, by], [a], [blur_numpy(a)])
+
+
+# --------------------------------------------------------------------------- random schedules
+
+
+def _random_blur_schedule(rng, H, W):
+    """A random schedule of the blur mixing the new commands (shift, interchange, after,
+    store_in, unroll / vectorize by a factor) with split, compute_at and parallel; returns
+    it, its tensors, and whether its fold (if any) overwrites live values."""
+    A, bx, by = blur(H, W)
+    s = te.create_schedule(by.op)
+    placement = rng.choice(["root", "compute_at", "after"])
+    width = rng.choice([1, 3, 4, 8, 16])
+    overwrites = False
+    if placement == "root":
+        i, j = bx.op.axis
+        jo, ji = s[bx].vectorize(j, width=width)
+        if rng.random() < 0.5:
+            s[bx].interchange(i, jo)
+        s[by].shift(by.op.axis[0], rng.randint(-3, 3))  # alone: no change
+        s[by].parallel(s[by].leaf_iter_vars[0])
+        if rng.random() < 0.5:
+            s[bx].store_in((W, H + 2), lambda i, j: (j, i))
+    elif placement == "compute_at":
+        rows = rng.choice([1, 2, 5])
+        yo, yi = s[by].split(by.op.axis[0], factor=rows)
+        at = rng.choice([yo, yi])
+        s[bx].compute_at(s[by], at)
+        s[by].unroll(by.op.axis[1], factor=rng.choice([2, 4]))
+        s[bx].vectorize(bx.op.axis[1], width=width)
+        live = min(rows if at is yo else 1, H) + 2
+        ring = rng.choice([live - 1, live, live + 1])
+        s[bx].store_in((ring, W), lambda i, j: (i % ring, j))
+        overwrites = ring < live
+    else:
+        depth = rng.choice([1, 2])
+        if depth == 2:
+            s[bx].split(bx.op.axis[1], factor=width)
+            s[by].split(by.op.axis[1], factor=width)
+        s[by].shift(by.op.axis[0], 2)
+        s[by].after(bx, s[bx].leaf_iter_vars[depth - 1])
+        s[by].vectorize(s[by].leaf_iter_vars[-1], width=rng.choice([4, 8]))
+        ring = rng.choice([2, 3, 4])
+        s[bx].store_in((ring, W), lambda i, j: (i % ring, j))
+        overwrites = ring < 3 and H + 2 > 2
+    return s, [A, by], overwrites
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_seeded_random_schedules_of_new_and_old_commands_match_numpy(seed):
+    rng = random.Random(seed)
+    H, W = rng.choice([(7, 13), (13, 37), (37, 7), (1, 13)])
+    s, args, overwrites = _random_blur_schedule(rng, H, W)
+    if overwrites:
+        with pytest.raises(ScheduleError, match=r"stage bx: store_in folds elements"):
+            compiler.lower(s, args)
+        return
+    a = randn(seed, H + 2, W + 2)
+    check_build(s, args, [a], [blur_numpy(a)], note=f"seed {seed}")
