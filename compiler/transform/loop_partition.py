@@ -22,7 +22,7 @@ from ..arith.int_set import IntervalSet, eval_set
 from ..arith.simplify import Linear, const_bound, loop_bounds, node_count, simplify, skey
 from ..ir import expr as E
 from ..ir.functor import children, collect, free_vars, map_children, transform
-from ..ir.stmt import For, IfThenElse, LetStmt, Stmt, seq
+from ..ir.stmt import PARALLEL, For, IfThenElse, LetStmt, Stmt, seq
 from .remove_no_op import is_no_op, no_op, remove_no_op
 from .simplify import simplify_stmt
 from .unroll import bind
@@ -62,8 +62,11 @@ class _Partitioner:
 
     def loop(self, f: For, bounds: dict, tried: frozenset) -> Stmt:
         """Partition `f` on the first conjunct (not in `tried`) that gains a piece free of
-        it; when none does, partition inside its body."""
-        for key, (first, b1, b2) in self.guards(f, bounds, tried).items():
+        it; when none does, partition inside its body. A parallel loop is partitioned
+        inside only: its pieces would run one after another, the tail on one thread while
+        the others wait (two column blocks on two cores would run serially)."""
+        guards = {} if f.kind == PARALLEL else self.guards(f, bounds, tried)
+        for key, (first, b1, b2) in guards.items():
             lo, hi = f.min, simplify(f.min + f.extent, bounds)
             p1 = _clamp(b1, lo, hi, bounds)
             p2 = p1 if _le(b2, b1, bounds) else _clamp(b2, p1, hi, bounds)

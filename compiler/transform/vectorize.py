@@ -10,12 +10,15 @@ which loop and why (never silently): an extent that is not a constant, a conditi
 loop bound depending on the loop variable, a store whose address does not move with the
 lanes (a reduction along the vectorized axis), a buffer written and read at different
 places, an allocation inside the loop, a guarded read (padding) under a per-lane condition.
+A loop whose extent is not a constant but at most a constant L (a short last tile,
+`min(n - i*16, 16)`) is versioned: vector operations when it runs L times, a scalar loop
+otherwise.
 """
 from __future__ import annotations
 
 import warnings
 
-from ..arith.simplify import simplify, skey
+from ..arith.simplify import const_bound, simplify, skey
 from ..ir import expr as E
 from ..ir.expr import Broadcast, Load, Ramp
 from ..ir.functor import collect, substitute, transform
@@ -176,6 +179,16 @@ def _vectorize_loop(loop: For):
     return vec.stmt(loop.body)
 
 
+def _full_extent(extent) -> int | None:
+    """The constant most iterations of a loop whose extent is not a constant but is
+    bounded by one (at least 2), else None."""
+    ext = simplify(extent)
+    if isinstance(ext, E.IntImm):
+        return None
+    hi = const_bound(ext)[1]
+    return hi if isinstance(hi, int) and hi >= 2 else None
+
+
 def vectorize_loop(stmt, report=None):
     """Vectorize every `vectorized` loop of `stmt` (innermost first).
 
@@ -190,6 +203,19 @@ def vectorize_loop(stmt, report=None):
     def post(s):
         if not (isinstance(s, For) and s.kind == VECTORIZED):
             return None
+        full = _full_extent(s.extent)
+        if full is not None:
+            # A loop of at most `full` iterations, often a tile whose last one is short
+            # (min(n - i*16, 16)): vectorized when it runs in full, scalar otherwise.
+            try:
+                vector = _vectorize_loop(For(s.loop_var, s.min, E.const(full), VECTORIZED,
+                                             s.body, s.pragmas))
+            except _Refuse:
+                vector = None
+            if vector is not None:
+                vectorized.add(s.loop_var)
+                return IfThenElse(simplify(E.LE(E.const(full), s.extent)), vector,
+                                  For(s.loop_var, s.min, s.extent, SERIAL, s.body, s.pragmas))
         try:
             out = _vectorize_loop(s)
             vectorized.add(s.loop_var)

@@ -141,13 +141,33 @@ def test_negative_coefficient_gives_triangular_loop():
 
 
 def test_kinds_and_pragmas_stay_on_every_piece():
-    body = For(i, E.const(0), E.const(10), PARALLEL,
+    body = For(i, E.const(0), E.const(10), SERIAL,
                IfThenElse(i < 6, store(1), store(2)), (("auto_unroll_max_step", 16),))
     got = loop_partition(body)
-    assert [x.kind for x in got.seq] == [PARALLEL, PARALLEL]
+    assert [x.kind for x in got.seq] == [SERIAL, SERIAL]
     assert all(x.pragmas == (("auto_unroll_max_step", 16),) for x in got.seq)
     single = loop(j, 4, IfThenElse(j < 3, store(1, j)), VECTORIZED)
     assert str(loop_partition(single)) == "vectorized (j, 0, 3) {\n  A[j] = 1\n}"
+
+
+def test_a_parallel_loop_is_partitioned_inside_only():
+    """Its pieces would run one after another: two column blocks with a tail in the
+    second, on two cores, would run serially. Its body's loops are partitioned instead."""
+    buf = Buffer("A", "int32", (E.const(64),))
+    body = For(i, E.const(0), E.const(2), PARALLEL,
+               loop(j, 32, IfThenElse(i * 32 + j < 50, Store(buf, i * 32 + j, i + j))))
+    got = loop_partition(body)
+    assert str(got) == "\n".join([
+        "parallel (i, 0, 2) {",
+        "  for (j, 0, min((50 - (i*32)), 32)) {",
+        "    A[((i*32) + j)] = (i + j)",
+        "  }",
+        "}"])
+    outs = [np.zeros(64, "int32") for _ in range(2)]
+    for stmt, out in zip((body, got), outs):
+        run(PrimFunc("f", (buf,), stmt), out)
+    np.testing.assert_array_equal(outs[1], outs[0])
+    assert outs[0][49] == 1 + 17 and not outs[0][50:].any()
 
 
 @pytest.mark.parametrize("body", [
