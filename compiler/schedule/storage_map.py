@@ -77,6 +77,7 @@ def coordinates(exprs, axes, points: np.ndarray, where: str) -> list:
 
 
 def flat_slots(coords: list, shape: tuple) -> np.ndarray:
+    """One integer a slot: the coordinates raveled in the buffer's row-major order."""
     return np.ravel_multi_index(coords, shape) if coords[0].size else np.zeros(0, np.int64)
 
 
