@@ -230,6 +230,22 @@ def test_bad_links_name_the_stages():
     with pytest.raises(ScheduleError, match=r"stage by runs after stage bx, which is "
                                             r"computed inside another stage"):
         compiler.lower(s, [A, by])
+    # Loops that do not match: too few of them, or a reduction among the shared ones.
+    A, bx, by = blur(7, 13)
+    C = te.compute((9,), lambda i: A[i, 0] * 2, name="C")
+    k = te.reduce_axis((0, 13), name="k")
+    R = te.compute((9,), lambda i: te.sum(bx[i, k], axis=k), name="R")
+    s = te.create_schedule([by.op, C.op, R.op])
+    s[C].after(bx, bx.op.axis[1])
+    with pytest.raises(ScheduleError, match=r"stage C has 1 loops; running after stage bx at "
+                                            r"axis j shares 2"):
+        compiler.lower(s, [A, by, C, R])
+    s = te.create_schedule([by.op, C.op, R.op])
+    s[R].reorder(k, R.op.axis[0])
+    s[R].after(bx, bx.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"stage R runs after stage bx at axis i: the "
+                                            r"shared loop k of stage R is a reduction"):
+        compiler.lower(s, [A, by, C, R])
 
 
 # --------------------------------------------------------------------------- store_in
