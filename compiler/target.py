@@ -3,10 +3,13 @@
 `Target("llvm")` is the host: LLVM's triple, CPU name and feature list as the process
 sees them, and all the cores this process may run on. Options override each part:
 `Target("llvm -mcpu=znver5 -num-cores=2")`. Two targets are equal when their canonical
-strings are, so a target can key tuning records.
+strings are, so a target can key tuning records. `with target:` makes it the current
+one (`Target.current()`, as TVM's), which code generated outside LLVM follows: the graph
+build enters its target while the external codegens run.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from dataclasses import dataclass
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 _OPTIONS = ("mcpu", "mtriple", "mattr", "num-cores")
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("autosched_target", default=None)
 
 
 @functools.cache
@@ -72,6 +76,18 @@ class Target:
 
     def __str__(self):
         return f"{self.kind} -mcpu={self.mcpu} -num-cores={self.num_cores}"
+
+    def __enter__(self) -> Target:
+        self.__dict__.setdefault("_tokens", []).append(_CURRENT.set(self))
+        return self
+
+    def __exit__(self, *exc):
+        _CURRENT.reset(self.__dict__["_tokens"].pop())
+
+    @staticmethod
+    def current() -> Target | None:
+        """The target of the innermost `with target:` block, None outside any."""
+        return _CURRENT.get()
 
 
 def host_target() -> Target:

@@ -102,7 +102,9 @@ def GraphModule(func, target) -> GraphExecutor:
         externals = {name: f for name, f in func.functions.items()
                      if isinstance(f, Function) and "Compiler" in f.attrs}
         func = func["main"]
-    return _Planner(func, Target(target), externals).executor()
+    target = Target(target)
+    with target:  # the external codegens compile for it (CSourceModule's -march)
+        return _Planner(func, target, externals).executor()
 
 
 class _Lift(ExprMutator):

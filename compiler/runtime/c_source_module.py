@@ -14,10 +14,26 @@ import shutil
 import subprocess
 import tempfile
 
+import llvmlite.binding as llvm
+
 from ..errors import BuildError
+from ..target import Target
 from .external import ExternalModule, register_loader
 
-CFLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno"]
+CFLAGS = ["-O3", "-fPIC", "-shared", "-fno-math-errno"]
+
+
+def march() -> str:
+    """The C compiler's -march for the current target (Target.current(), the graph
+    build's): its CPU by LLVM's name, which GCC and Clang share for x86 (znver4,
+    sapphirerapids, ...), or the host's outside a target or when it is the host's."""
+    target = Target.current()
+    if target is None or target.mcpu == llvm.get_host_cpu_name():
+        return "-march=native"
+    return f"-march={_GCC_NAMES.get(target.mcpu, target.mcpu)}"
+
+
+_GCC_NAMES = {"generic": "x86-64"}  # LLVM's CPU names that GCC calls otherwise
 
 
 def c_compiler() -> str | None:
@@ -55,11 +71,12 @@ class CSourceModule(ExternalModule):
             src, lib = os.path.join(tmp, f"{symbol}.c"), os.path.join(tmp, f"{symbol}.so")
             with open(src, "w") as f:
                 f.write(source)
-            done = subprocess.run([cc, *CFLAGS, "-o", lib, src, "-lm"], capture_output=True,
+            flags = [*CFLAGS, march()]
+            done = subprocess.run([cc, *flags, "-o", lib, src, "-lm"], capture_output=True,
                                   text=True)
             if done.returncode != 0:
-                raise BuildError(f"{symbol}: {cc} failed on its C source:\n"
-                                 f"{done.stderr[-2000:]}")
+                raise BuildError(f"{symbol}: {cc} {' '.join(flags)} failed on its C "
+                                 f"source:\n{done.stderr[-2000:]}")
             with open(lib, "rb") as f:
                 library = f.read()
         return cls(symbol, source, library)

@@ -263,3 +263,22 @@ def test_an_unknown_codegen_is_a_build_error_naming_it():
     with pytest.raises(BuildError, match="no external codegen 'dnnl'; the registered ones "
                                          "are .*ccompiler"):
         graph.build(mod, external=["dnnl"])
+
+
+def test_the_c_is_compiled_for_the_build_target(tmp_path, monkeypatch):
+    """-march follows the target's CPU (an artifact built for another CPU must not use the
+    build host's instructions); the host's target compiles with -march=native."""
+    from compiler.runtime.c_source_module import c_compiler
+    log, wrapper = tmp_path / "cc.log", tmp_path / "cc-logged"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {c_compiler()} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    x = graph.var("x", shape=(7, 13))
+    fn = graph.Function([x], graph.nn.relu(graph.add(x, x)))
+    a = data(7, 13)
+    for target, flag in (("llvm -mcpu=x86-64-v2", "-march=x86-64-v2"),
+                         ("llvm", "-march=native")):
+        lib = graph.build(graph.IRModule.from_expr(fn), target=target, external=["ccompiler"])
+        assert externals_of(lib) == ["ccompiler_0"]
+        np.testing.assert_allclose(lib.run(x=a)[0], np.maximum(a + a, 0))
+        assert log.read_text().splitlines()[-1].split().count(flag) == 1

@@ -171,3 +171,15 @@ def test_target_strings():
     assert (t.mcpu, t.num_cores, str(t)) == ("znver5", 2, "llvm -mcpu=znver5 -num-cores=2")
     assert compiler.Target(t) == t
     assert compiler.Target("llvm -mattr=+avx512f").vector_bits == 512
+
+
+def test_with_a_target_it_is_the_current_one_and_blocks_nest():
+    assert compiler.Target.current() is None
+    outer, inner = compiler.Target("llvm -mcpu=znver4"), compiler.Target("llvm -mcpu=znver5")
+    with outer:
+        assert compiler.Target.current() is outer
+        with inner:
+            assert compiler.Target.current() is inner
+        assert compiler.Target.current() is outer
+    assert compiler.Target.current() is None
+    assert outer == compiler.Target("llvm -mcpu=znver4")  # entering it changes no field
