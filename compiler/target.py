@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 _OPTIONS = ("mcpu", "mtriple", "mattr", "num-cores")
-_CURRENT: contextvars.ContextVar = contextvars.ContextVar("autosched_target", default=None)
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("autosched_targets", default=())
 
 
 @functools.cache
@@ -78,16 +78,17 @@ class Target:
         return f"{self.kind} -mcpu={self.mcpu} -num-cores={self.num_cores}"
 
     def __enter__(self) -> Target:
-        self.__dict__.setdefault("_tokens", []).append(_CURRENT.set(self))
+        _CURRENT.set(_CURRENT.get() + (self,))  # a stack per thread (a context variable)
         return self
 
     def __exit__(self, *exc):
-        _CURRENT.reset(self.__dict__["_tokens"].pop())
+        _CURRENT.set(_CURRENT.get()[:-1])
 
     @staticmethod
     def current() -> Target | None:
         """The target of the innermost `with target:` block, None outside any."""
-        return _CURRENT.get()
+        stack = _CURRENT.get()
+        return stack[-1] if stack else None
 
 
 def host_target() -> Target:

@@ -23,14 +23,25 @@ from .external import ExternalModule, register_loader
 CFLAGS = ["-O3", "-fPIC", "-shared", "-fno-math-errno"]
 
 
-def march() -> str:
+def march_options() -> list[list[str]]:
     """The C compiler's -march for the current target (Target.current(), the graph
-    build's): its CPU by LLVM's name, which GCC and Clang share for x86 (znver4,
-    sapphirerapids, ...), or the host's outside a target or when it is the host's."""
+    build's), best first: its CPU by LLVM's name, which GCC and Clang mostly share for x86
+    (znver4, sapphirerapids, ...), then the x86-64 level its features imply, for a
+    compiler that does not know the name; -march=native for the host's CPU and features
+    or outside a target; nothing for a CPU of another architecture."""
     target = Target.current()
-    if target is None or target.mcpu == llvm.get_host_cpu_name():
-        return "-march=native"
-    return f"-march={_GCC_NAMES.get(target.mcpu, target.mcpu)}"
+    if target is None or (target.mcpu == llvm.get_host_cpu_name()
+                          and target.features == Target("llvm").features):
+        return [["-march=native"]]
+    if not target.mtriple.startswith("x86_64"):
+        return [[]]
+    feats = set(target.features.split(","))
+    level = next((lvl for feat, lvl in (("+avx512f", "x86-64-v4"), ("+avx2", "x86-64-v3"),
+                                        ("+sse4.2", "x86-64-v2")) if feat in feats),
+                 "x86-64")
+    name = _GCC_NAMES.get(target.mcpu, target.mcpu)
+    return [[f"-march={name}"], [f"-march={level}"]] if name != level else \
+        [[f"-march={level}"]]
 
 
 _GCC_NAMES = {"generic": "x86-64"}  # LLVM's CPU names that GCC calls otherwise
@@ -71,9 +82,12 @@ class CSourceModule(ExternalModule):
             src, lib = os.path.join(tmp, f"{symbol}.c"), os.path.join(tmp, f"{symbol}.so")
             with open(src, "w") as f:
                 f.write(source)
-            flags = [*CFLAGS, march()]
-            done = subprocess.run([cc, *flags, "-o", lib, src, "-lm"], capture_output=True,
-                                  text=True)
+            for march in march_options():  # the next one when the compiler refuses one
+                flags = [*CFLAGS, *march]
+                done = subprocess.run([cc, *flags, "-o", lib, src, "-lm"],
+                                      capture_output=True, text=True)
+                if done.returncode == 0:
+                    break
             if done.returncode != 0:
                 raise BuildError(f"{symbol}: {cc} {' '.join(flags)} failed on its C "
                                  f"source:\n{done.stderr[-2000:]}")

@@ -27,7 +27,7 @@ from ..ir.functor import substitute
 from ..ir.stmt import PARALLEL
 from ..te.tensor import REDUCE
 from .relations import pass_down_index, pass_up_index
-from .stage import ROOT, Stage
+from .stage import ROOT, SCOPE, Stage
 
 
 @dataclass(eq=False)
@@ -115,11 +115,18 @@ def _insert(items: list, st: Stage, other: Stage, k: int, order: str, level: int
     _insert(item.children, st, other, k, order, level + 1)
 
 
+def computed_inside(graph, st: Stage) -> list[Stage]:
+    """The stages computed at loops of `st` (compute_at), and at theirs, and so on."""
+    inside = [x for x in graph.stages if x.attach_type == SCOPE and x.attach_stage is st]
+    return inside + [y for x in inside for y in computed_inside(graph, x)]
+
+
 def _check_readers(graph, before: list, group: SharedLoop):
-    """No stage that runs before the group reads one of its members."""
+    """No stage that runs before the group (nor one computed inside it) reads one of its
+    members."""
     for item in before:
         readers = [item.stage] if isinstance(item, StageItem) else item.members
-        for r in readers:
+        for r in readers + [x for st in readers for x in computed_inside(graph, st)]:
             for m in group.members:
                 if graph.loads(r, of=m):
                     others = ", ".join(x.name for x in group.members if x is not m)
@@ -132,27 +139,47 @@ def _check_readers(graph, before: list, group: SharedLoop):
 # ------------------------------------------------------------------ legality
 
 def check_dependences(ctx, group: SharedLoop):
-    """Every read of a member by another member happens after the write (module doc)."""
+    """Every read of a member by another member happens after the write (module doc). A
+    stage computed inside a member (compute_at) may not read another member: its reads
+    are not checked, so they are refused."""
+    graph = ctx.graph
     for consumer in group.members:
+        for inner in computed_inside(graph, consumer):
+            for producer in group.members:
+                if producer is not consumer and graph.loads(inner, of=producer):
+                    raise ScheduleError(
+                        f"stage {inner.name} is computed inside stage {consumer.name} "
+                        f"(compute_at) and reads stage {producer.name}, which shares loops "
+                        f"with {consumer.name}: its reads cannot be checked against the "
+                        f"shared loops; compute {inner.name} at the root, or inline it")
         for producer in group.members:
-            if producer is consumer or not ctx.graph.loads(consumer, of=producer):
+            if producer is consumer or not graph.loads(consumer, of=producer):
                 continue
-            depth, producer_first = shared_depth(group, producer, consumer)
-            for load in ctx.graph.loads(consumer, of=producer):
-                _check_read(ctx, producer, consumer, load, depth, producer_first)
+            path, producer_first = shared_path(group, producer, consumer)
+            for load in graph.loads(consumer, of=producer):
+                _check_read(ctx, producer, consumer, load, path, producer_first)
+
+
+def shared_path(node: SharedLoop, a: Stage, b: Stage) -> tuple[list, bool]:
+    """The SharedLoops that `a` and `b` both run in, outermost first, and whether `a`'s
+    body runs first inside them."""
+    path = []
+    while True:
+        path.append(node)
+        ia = next(n for n, it in enumerate(node.children) if _holds(it, a))
+        ib = next(n for n, it in enumerate(node.children) if _holds(it, b))
+        if ia != ib:
+            return path, ia < ib
+        node = node.children[ia]
 
 
 def shared_depth(node: SharedLoop, a: Stage, b: Stage) -> tuple[int, bool]:
     """How many loops `a` and `b` share, and whether `a`'s body runs first inside them."""
-    while True:
-        ia = next(n for n, it in enumerate(node.children) if _holds(it, a))
-        ib = next(n for n, it in enumerate(node.children) if _holds(it, b))
-        if ia != ib:
-            return node.level + 1, ia < ib
-        node = node.children[ia]
+    path, a_first = shared_path(node, a, b)
+    return len(path), a_first
 
 
-def _check_read(ctx, producer: Stage, consumer: Stage, load, depth: int, producer_first):
+def _check_read(ctx, producer: Stage, consumer: Stage, load, path: list, producer_first):
     rmap = ctx.rmap
     bounds = dict(ctx.bounds)
     value = {}
@@ -163,7 +190,8 @@ def _check_read(ctx, producer: Stage, consumer: Stage, load, depth: int, produce
     vmap = {iv.var: value[iv] for iv in consumer.op.root_iter_vars}
     index = [substitute(i, vmap) for i in load.indices]
     written = pass_down_index(producer, dict(zip(producer.op.axis, index)), rmap)
-    for level in range(depth):
+    depth = len(path)
+    for level, node in enumerate(path):
         leaf = consumer.leaf_iter_vars[level]
         lo, hi = const_bound(simplify(leaf.var - written[producer.leaf_iter_vars[level]],
                                       bounds), bounds)
@@ -175,7 +203,8 @@ def _check_read(ctx, producer: Stage, consumer: Stage, load, depth: int, produce
                 f"{shared.name} it would read values of {producer.name} before "
                 f"{producer.name} writes them (a dependence violated); shift "
                 f"{consumer.name}'s loop later, or share fewer loops")
-        kinds = {s.iter_var_attrs.get(s.leaf_iter_vars[level]) for s in (producer, consumer)}
+        # The shared loop runs as any stage in it asks (schedule_ops), a third one too.
+        kinds = {m.iter_var_attrs.get(m.leaf_iter_vars[level]) for m in node.members}
         if hi > 0 and PARALLEL in kinds:
             raise ScheduleError(
                 f"stage {consumer.name} reads values that stage {producer.name} writes in "

@@ -31,6 +31,11 @@ def schedule_ops(ctx: BoundContext, params: set) -> Stmt:
     """The loop IR of the whole schedule. Stages in `params` (function arguments) get no
     Realize: their buffers come from the caller."""
     graph = ctx.graph
+    for st in graph.stages:
+        if st.storage is not None and st in params:
+            raise ScheduleError(f"stage {st.name}: store_in of a stage passed as an argument "
+                                f"of the function: its buffer is the caller's; store_in a "
+                                f"stage that is not an argument")
     attached: dict[IterVar, list[Stage]] = {}
     for st in graph.stages:
         if st.attach_type == SCOPE:
@@ -75,12 +80,12 @@ class _Builder:
                      simplify(lo + u < rmap[leaf].min + rmap[leaf].extent, bounds)]
             inner[m] = guards.get(m, []) + [c for c in conds
                                             if not (isinstance(c, E.IntImm) and c.value)]
-        parts = []
-        for m, leaf in leaves.items():
-            for child in self.attached.get(leaf, []):
-                parts.append(_guarded(inner[m], self._realized(child)))
-        parts += [self.emit(child, inner) for child in item.children]
-        body = substitute(seq(*parts), {leaf.var: lo + u for leaf in leaves.values()})
+        body = seq(*[self.emit(child, inner) for child in item.children])
+        for m, leaf in reversed(leaves.items()):
+            for child in reversed(self.attached.get(leaf, [])):
+                # computed first in the shared iteration, allocated around what reads it
+                body = self._realized(child, _guarded(inner[m], self.stage_nest(child)), body)
+        body = substitute(body, {leaf.var: lo + u for leaf in leaves.values()})
         kinds = {m.iter_var_attrs.get(leaf, SERIAL) for m, leaf in leaves.items()} - {SERIAL}
         if len(kinds) > 1:
             raise ScheduleError(
@@ -90,12 +95,12 @@ class _Builder:
         pragmas = tuple(p for m, leaf in leaves.items() for p in m.pragmas.get(leaf, ()))
         return For(u, E.const(0), extent, kinds.pop() if kinds else SERIAL, body, pragmas)
 
-    def _realized(self, child: Stage) -> Stmt:
-        nest = self.stage_nest(child)
+    def _realized(self, child: Stage, nest: Stmt, rest: Stmt) -> Stmt:
+        """`nest` (computing `child`) then `rest`, inside the Realize of child's region."""
         if child in self.params:
-            return nest
+            return seq(nest, rest)
         region = tuple(self.ctx.rmap[iv] for iv in child.op.axis)
-        return Realize(child.tensor, region, nest, child.scope)
+        return Realize(child.tensor, region, seq(nest, rest), child.scope)
 
     def stage_nest(self, st: Stage, start: int = 0) -> Stmt:
         """`st`'s loop nest from leaf `start` on; the leaves before it are loops it shares
@@ -143,10 +148,7 @@ class _Builder:
         for leaf, r in reversed(loops):
             if attach:
                 for child in reversed(self.attached.get(leaf, [])):
-                    region = tuple(self.ctx.rmap[iv] for iv in child.op.axis)
-                    inner = seq(self.stage_nest(child), body)
-                    body = inner if child in self.params else \
-                        Realize(child.tensor, region, inner, child.scope)
+                    body = self._realized(child, self.stage_nest(child), body)
             if r is not None:
                 kind = st.iter_var_attrs.get(leaf, SERIAL)
                 pragmas = tuple(st.pragmas.get(leaf, ()))

@@ -203,26 +203,22 @@ def vectorize_loop(stmt, report=None):
     def post(s):
         if not (isinstance(s, For) and s.kind == VECTORIZED):
             return None
+        scalar = For(s.loop_var, s.min, s.extent, SERIAL, s.body, s.pragmas)
         full = _full_extent(s.extent)
-        if full is not None:
-            # A loop of at most `full` iterations, often a tile whose last one is short
-            # (min(n - i*16, 16)): vectorized when it runs in full, scalar otherwise.
-            try:
-                vector = _vectorize_loop(For(s.loop_var, s.min, E.const(full), VECTORIZED,
-                                             s.body, s.pragmas))
-            except _Refuse:
-                vector = None
-            if vector is not None:
-                vectorized.add(s.loop_var)
-                return IfThenElse(simplify(E.LE(E.const(full), s.extent)), vector,
-                                  For(s.loop_var, s.min, s.extent, SERIAL, s.body, s.pragmas))
         try:
-            out = _vectorize_loop(s)
+            if full is None:
+                out = _vectorize_loop(s)
+            else:
+                # At most `full` iterations, often a tile whose last one is short
+                # (min(n - i*16, 16)): vectorized when it runs in full, scalar otherwise.
+                out = IfThenElse(simplify(E.LE(E.const(full), s.extent)), _vectorize_loop(
+                    For(s.loop_var, s.min, E.const(full), VECTORIZED, s.body, s.pragmas)),
+                    scalar)
             vectorized.add(s.loop_var)
             return out
         except _Refuse as why:
             refused.append((s, str(why)))
-            return For(s.loop_var, s.min, s.extent, SERIAL, s.body, s.pragmas)
+            return scalar
 
     out = transform(stmt, post)
     for loop, reason in refused:

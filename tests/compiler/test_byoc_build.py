@@ -282,3 +282,22 @@ def test_the_c_is_compiled_for_the_build_target(tmp_path, monkeypatch):
         assert externals_of(lib) == ["ccompiler_0"]
         np.testing.assert_allclose(lib.run(x=a)[0], np.maximum(a + a, 0))
         assert log.read_text().splitlines()[-1].split().count(flag) == 1
+
+
+def test_march_follows_the_target_and_falls_back_to_its_x86_level():
+    from compiler import Target
+    from compiler.runtime.c_source_module import march_options
+    assert march_options() == [["-march=native"]]
+    with Target("llvm"):
+        assert march_options() == [["-march=native"]]
+    with Target("llvm -mcpu=znver5 -mattr=+avx2,+sse4.2"):
+        assert march_options() == [["-march=znver5"], ["-march=x86-64-v3"]]
+    with Target("llvm -mcpu=generic"):
+        assert march_options() == [["-march=x86-64"]]
+    # a CPU LLVM knows and the C compiler may not: built either way
+    x = graph.var("x", shape=(7, 13))
+    fn = graph.Function([x], graph.nn.relu(x))
+    lib = graph.build(graph.IRModule.from_expr(fn), target="llvm -mcpu=znver5",
+                      external=["ccompiler"])
+    a = data(7, 13)
+    np.testing.assert_allclose(lib.run(x=a)[0], np.maximum(a, 0))

@@ -447,3 +447,56 @@ def test_seeded_random_schedules_of_new_and_old_commands_match_numpy(seed):
         return
     a = randn(seed, H + 2, W + 2)
     check_build(s, args, [a], [blur_numpy(a)], note=f"seed {seed}")
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def test_a_stage_computed_at_a_shared_loop_is_allocated_around_its_reader():
+    H, W = 6, 5
+    A = te.placeholder((H + 2, W), name="A")
+    bx = te.compute((H + 2, W), lambda i, j: A[i, j] * 2, name="bx")
+    D = te.compute((H, W), lambda i, j: A[i, j] * 3, name="D")
+    by = te.compute((H, W), lambda i, j: bx[i, j] + D[i, j], name="by")
+    s = te.create_schedule(by.op)
+    s[D].compute_at(s[by], by.op.axis[0])
+    s[by].after(bx, bx.op.axis[0])
+    a = randn(8, H + 2, W)
+    check_build(s, [A, by], [a], [a[:H] * 5])
+
+
+def test_a_stage_computed_inside_a_member_may_not_read_another_member():
+    H, W = 6, 5
+    A = te.placeholder((H + 2, W), name="A")
+    bx = te.compute((H + 2, W), lambda i, j: A[i, j] * 2, name="bx")
+    D = te.compute((H, W), lambda i, j: bx[i + 2, j], name="D")
+    by = te.compute((H, W), lambda i, j: D[i, j] + 1, name="by")
+    s = te.create_schedule(by.op)
+    s[D].compute_at(s[by], by.op.axis[1])
+    s[by].after(bx, bx.op.axis[0])  # D would read row i + 2 of bx before it is written
+    with pytest.raises(ScheduleError, match=r"stage D is computed inside stage by "
+                                            r"\(compute_at\) and reads stage bx, which shares "
+                                            r"loops with by"):
+        compiler.lower(s, [A, by])
+
+
+def test_a_third_stage_making_the_shared_loop_parallel_is_a_race():
+    A, bx, by = blur(40, 8)
+    C = te.compute((42, 8), lambda i, j: A[i, j] * 3, name="C")
+    s = te.create_schedule([by.op, C.op])
+    s[by].shift(by.op.axis[0], 2)
+    s[by].after(bx, bx.op.axis[0])
+    s[C].after(bx, bx.op.axis[0])
+    s[C].parallel(C.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"stage by reads values that stage bx writes in "
+                                            r"earlier iterations of the shared parallel loop i"):
+        compiler.lower(s, [A, by, C])
+
+
+def test_store_in_of_a_stage_passed_as_an_argument_is_refused():
+    A, bx, by = blur(7, 13)
+    s = te.create_schedule(by.op)
+    s[bx].store_in((13, 9), lambda i, j: (j, i))
+    with pytest.raises(ScheduleError, match=r"stage bx: store_in of a stage passed as an "
+                                            r"argument of the function"):
+        compiler.lower(s, [A, bx, by])
