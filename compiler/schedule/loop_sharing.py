@@ -15,7 +15,8 @@ its own range. Legality is checked per read of one member by another (dependence
 distances, as Tiramisu's users would reason about them): at the first shared level
 where the reader's iteration can differ from the writer's, it must be later; if it can
 be the same at every shared level, the writer's body must come first. Distances are
-bounded by intervals, so the check errs on the side of refusing.
+bounded by intervals (with and without what the guards of splits that do not divide
+say), so the check errs on the side of refusing.
 """
 from __future__ import annotations
 
@@ -180,13 +181,31 @@ def shared_depth(node: SharedLoop, a: Stage, b: Stage) -> tuple[int, bool]:
 
 
 def _check_read(ctx, producer: Stage, consumer: Stage, load, path: list, producer_first):
+    """The read is legal if either bound of the distances proves it: the one from the
+    consumer's loop ranges, or the one that also knows a split's guard holds (a split
+    that does not divide, as `split(nparts=2)` of 4094 columns: the column then stays
+    below 4094, so the block it falls in is the consumer's own). Each is a superset of the
+    iterations that run, so either proof is sound."""
+    try:
+        _check_read_bounded(ctx, producer, consumer, load, path, producer_first, False)
+    except ScheduleError:
+        try:
+            _check_read_bounded(ctx, producer, consumer, load, path, producer_first, True)
+        except ScheduleError:
+            pass
+        else:
+            return
+        raise
+
+
+def _check_read_bounded(ctx, producer, consumer, load, path, producer_first, relax):
     rmap = ctx.rmap
     bounds = dict(ctx.bounds)
     value = {}
     for leaf in consumer.leaf_iter_vars:
         value[leaf] = leaf.var
         bounds[leaf.var] = loop_bounds(rmap[leaf].min, rmap[leaf].extent, bounds)
-    pass_up_index(consumer, value, rmap, bounds)
+    pass_up_index(consumer, value, rmap, bounds, relax=relax)
     vmap = {iv.var: value[iv] for iv in consumer.op.root_iter_vars}
     index = [substitute(i, vmap) for i in load.indices]
     written = pass_down_index(producer, dict(zip(producer.op.axis, index)), rmap)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arith.simplify import simplify
+from ..arith.simplify import loop_bounds, simplify
 from ..ir import expr as E
 from ..te.tensor import IterVar
 
@@ -48,9 +48,14 @@ class Shift:
     amount: int
 
 
-def pass_up_index(st, value: dict, rmap: dict, bounds: dict) -> list:
+def pass_up_index(st, value: dict, rmap: dict, bounds: dict, relax: bool = False) -> list:
     """Root values from leaf values (the reference's PassUpIndex), filling `value`; the
-    guards that keep a split which does not divide inside its parent."""
+    guards that keep a split which does not divide inside its parent.
+
+    relax: for analysis, not code: a parent whose guard is needed gets a fresh variable
+    bounded to its range (added to `bounds`) instead of its value, so that what is
+    derived from it knows it stays in range (the guard holds wherever the body runs); its
+    tie to the leaves below it is given up, so results are bounds, not values."""
     guards = []
     for rel in reversed(st.relations):
         match rel:
@@ -60,6 +65,9 @@ def pass_up_index(st, value: dict, rmap: dict, bounds: dict) -> list:
                 cond = simplify(value[p] < pr.min + pr.extent, bounds)
                 if not (isinstance(cond, E.IntImm) and cond.value):
                     guards.append(cond)
+                    if relax:
+                        value[p] = E.Var(f"{p.name}.guarded")
+                        bounds[value[p]] = loop_bounds(pr.min, pr.extent, bounds)
             case Fuse(outer=o, inner=i, fused=f):
                 n = rmap[i].extent
                 value[o] = simplify(value[f] // n + rmap[o].min, bounds)

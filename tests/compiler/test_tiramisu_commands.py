@@ -500,3 +500,22 @@ def test_store_in_of_a_stage_passed_as_an_argument_is_refused():
     with pytest.raises(ScheduleError, match=r"stage bx: store_in of a stage passed as an "
                                             r"argument of the function"):
         compiler.lower(s, [A, bx, by])
+
+
+@pytest.mark.parametrize("H, W, parts, width", [(5, 14, 2, 4), (13, 111, 3, 8)])
+def test_after_knows_a_split_that_does_not_divide_stays_in_its_block(H, W, parts, width):
+    """Columns in `parts` blocks (exact), vectors of `width` in a block (a tail): the
+    guard of the vector split keeps a column in its block, so by's block reads bx's own."""
+    A, bx, by = blur(H, W)
+    s = te.create_schedule(by.op)
+    loops = {}
+    for st in (bx, by):
+        xb, xr = s[st].split(st.op.axis[1], nparts=parts)
+        xo, xi = s[st].split(xr, factor=width)
+        s[st].reorder(xb, st.op.axis[0], xo, xi)
+        loops[st] = xb
+    s[by].shift(by.op.axis[0], 2)
+    s[by].after(bx, bx.op.axis[0])
+    s[by].parallel(loops[by])
+    a = randn(W, H + 2, W + 2)
+    check_build(s, [A, by], [a], [blur_numpy(a)])
