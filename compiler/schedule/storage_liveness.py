@@ -28,7 +28,7 @@ from ..ir.stmt import PARALLEL
 from .loop_sharing import SharedLoop, StageItem, shared_depth
 from .relations import pass_down_index
 from .stage import INLINE, SCOPE, Stage
-from .storage_map import MAX_CHECKED, coordinates, domain_points, evaluate, flat_slots
+from .storage_map import MAX_CHECKED, domain_points, evaluate_at, flat_slots, grid
 
 
 def check_folds(ctx, items: list):
@@ -90,19 +90,17 @@ def _check_per_iteration(ctx, st: Stage):
     if int(np.prod(sizes, dtype=np.int64)) > MAX_CHECKED:
         raise ScheduleError(f"{where}: too many iterations of the loops around {st.name} to "
                             f"check the folding map on")
-    grid = np.indices(sizes, dtype=np.int64).reshape(len(outer), -1) if outer else \
-        np.zeros((0, 1), np.int64)  # one region, the same in every iteration
-    env = {v: grid[k] + lo for k, (v, (lo, _)) in enumerate(zip(outer, ranges))}
-    n = grid.shape[1]
-    starts = [np.broadcast_to(evaluate(r.min, env, where), (n,)) for r in region]
-    extents = [np.broadcast_to(evaluate(r.extent, env, where), (n,)) for r in region]
-    iters = np.unique(np.stack(starts + extents), axis=1)  # one column per distinct region
+    # no outer loops: one region, the same in every iteration
+    loops = grid([lo for lo, _ in ranges], sizes) if outer else np.zeros((0, 1), np.int64)
+    bounds = evaluate_at([r.min for r in region] + [r.extent for r in region], outer, loops,
+                         where)
+    iters = np.unique(np.stack(bounds), axis=1)  # one column per distinct region
     starts, extents = iters[:len(axes)], iters[len(axes):]
     box = [int(e.max()) for e in extents]
     if iters.shape[1] * int(np.prod(box)) > MAX_CHECKED:
         raise ScheduleError(f"{where}: too many elements in the regions of {st.name} to check "
                             f"the folding map on")
-    offsets = np.indices(box, dtype=np.int64).reshape(len(axes), 1, -1)
+    offsets = grid([0] * len(axes), box)[:, None, :]
     points = starts[:, :, None] + offsets                   # axis, iteration, box point
     valid = (offsets < extents[:, :, None]).all(axis=0)
     for k, iv in enumerate(axes):
@@ -110,7 +108,7 @@ def _check_per_iteration(ctx, st: Stage):
         valid &= (points[k] >= lo) & (points[k] < lo + ext)
     points = np.where(valid[None], points, np.array([iv.dom.min.value for iv in axes])
                       .reshape(-1, 1, 1)).reshape(len(axes), -1)
-    coords = coordinates(st.storage.exprs, axes, points, where)
+    coords = evaluate_at(st.storage.exprs, [iv.var for iv in axes], points, where)
     slots = flat_slots(coords, st.storage.shape).reshape(valid.shape)
     slots = np.where(valid, slots, -1 - np.arange(valid.size).reshape(valid.shape))
     ordered = np.sort(slots, axis=1)
@@ -139,9 +137,8 @@ def _own_level(node, st: Stage) -> int:
 def _leaf_values(ctx, st: Stage, ivs, points, levels: int, where: str) -> list:
     """The values of `st`'s first `levels` loops at each point of its root IterVars."""
     value = pass_down_index(st, {iv: iv.var for iv in st.op.root_iter_vars}, ctx.rmap)
-    env = {iv.var: points[k] for k, iv in enumerate(ivs)}
-    return [np.broadcast_to(evaluate(value[leaf], env, where), points.shape[1:])
-            for leaf in st.leaf_iter_vars[:levels]]
+    return evaluate_at([value[leaf] for leaf in st.leaf_iter_vars[:levels]],
+                       [iv.var for iv in ivs], points, where)
 
 
 def _check_shared(ctx, st: Stage, group: SharedLoop):
@@ -161,10 +158,9 @@ def _check_shared(ctx, st: Stage, group: SharedLoop):
         rpoints = domain_points(rivs, f"stage {st.name}: store_in, its reader {r.name},")
         time = _leaf_values(ctx, r, rivs, rpoints, shared, where)
         time += [None] * (depth + 1 - shared)  # then after (before) every write there
-        env = {iv.var: rpoints[k] for k, iv in enumerate(rivs)}
         for load in ctx.graph.loads(r, of=st):
-            elem = np.stack([np.broadcast_to(evaluate(i, env, where), rpoints.shape[1:])
-                             for i in load.indices]) - mins
+            elem = np.stack(evaluate_at(load.indices, [iv.var for iv in rivs], rpoints,
+                                        where)) - mins
             inside = ((elem >= 0) & (elem < np.array(dims).reshape(-1, 1))).all(axis=0)
             ids = np.ravel_multi_index(np.where(inside, elem, 0), dims)
             reads.append(([t if t is None else t[inside] for t in time], ids[inside],
@@ -191,7 +187,7 @@ def _check_shared(ctx, st: Stage, group: SharedLoop):
     last = write.copy()
     for time, ids, st_first in reads:
         np.maximum.at(last, ids, encode(time, st_first) * np.ones(ids.size, np.int64))
-    coords = coordinates(st.storage.exprs, axes, points, where)
+    coords = evaluate_at(st.storage.exprs, [iv.var for iv in axes], points, where)
     slots = flat_slots(coords, st.storage.shape)
     order = np.lexsort((write, slots))
     s, w, lr = slots[order], write[order], last[order]

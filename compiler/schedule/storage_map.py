@@ -55,6 +55,12 @@ _INT_OPS = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply,
             E.Max: np.maximum}
 
 
+def grid(mins, extents) -> np.ndarray:
+    """Every point of the box [mins, mins + extents), one column each, row-major."""
+    points = np.indices(extents, dtype=np.int64).reshape(len(extents), -1)
+    return points + np.array(mins, dtype=np.int64).reshape(-1, 1)
+
+
 def domain_points(ivs, where: str) -> np.ndarray:
     """Every point of the IterVars' (constant) domain, one column each, row-major."""
     extents = [getattr(iv.dom.extent, "value", None) for iv in ivs]
@@ -65,13 +71,13 @@ def domain_points(ivs, where: str) -> np.ndarray:
     count = int(np.prod(extents, dtype=np.int64))
     if count > MAX_CHECKED:
         raise ScheduleError(f"{where}: {count} points are too many to check the map on")
-    points = np.indices(extents, dtype=np.int64).reshape(len(extents), -1)
-    return points + np.array(mins, dtype=np.int64).reshape(-1, 1)
+    return grid(mins, extents)
 
 
-def coordinates(exprs, axes, points: np.ndarray, where: str) -> list:
-    """The buffer coordinates of each point (a column of `points`), one array a dimension."""
-    env = {iv.var: points[k] for k, iv in enumerate(axes)}
+def evaluate_at(exprs, variables, points: np.ndarray, where: str) -> list:
+    """Each of `exprs` at each point (a column of `points`, one row per Var of
+    `variables`): one int64 array per expression."""
+    env = {v: points[k] for k, v in enumerate(variables)}
     return [np.broadcast_to(np.asarray(evaluate(x, env, where), dtype=np.int64),
                             points.shape[1:]) for x in exprs]
 
@@ -102,7 +108,7 @@ def storage_map(stage, shape, index_map) -> StorageMap:
     exprs = tuple(E.convert(m) for m in mapped)
     axes = stage.op.axis
     points = domain_points(axes, where)
-    coords = coordinates(exprs, axes, points, where)
+    coords = evaluate_at(exprs, [iv.var for iv in axes], points, where)
     for dim, (c, size) in enumerate(zip(coords, shape)):
         bad = np.flatnonzero((c < 0) | (c >= size))
         if bad.size:
