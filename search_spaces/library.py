@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.codegen.cblas import library_object
-from compiler.graph.alter_op_layout import BLOCKS, DENSE_PANELS
+from compiler.graph.op.conv2d import BLOCKS
+from compiler.graph.op.nn import DENSE_PANELS
 
 from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference

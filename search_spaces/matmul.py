@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import ops, te
-from compiler.graph.reference import unpack_dense_weight
+from compiler.graph.op.nn import unpack_dense_weight
 
 from .registry import template
 

@@ -15,7 +15,7 @@ from ..errors import BuildError
 from ..graph.alter_op_layout import altered_forms
 from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import post_order
-from ..graph.nn import dense as _nn_registered  # noqa: F401  (the ops the checks
+from ..graph.op.nn import dense as _nn_registered  # noqa: F401  (the ops the checks
 from ..graph.op import Op, register_op_attr                 # hang on)
 from ..graph.strategy import library_wins
 from ..graph.ty import TensorType

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuildError
-from ..graph.nn import conv2d as _nn_registered  # noqa: F401  (the ops the checks
-from ..graph.tensor_ops import add as _tensor_ops_registered  # noqa: F401  hang on)
+from ..graph.op.nn import conv2d as _nn_registered  # noqa: F401  (the ops the checks
+from ..graph.op.tensor import add as _tensor_ops_registered  # noqa: F401  hang on)
 from ..graph.expr import Call, Constant, Function, Tuple, Var
 from ..graph.op import Op, register_op_attr
 from ..graph.ty import TensorType

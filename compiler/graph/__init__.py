@@ -8,25 +8,29 @@ calls, its types, its text form, and the passes that optimize it.
     mod = graph.transform.InferType()(graph.IRModule.from_expr(fn))
     print(mod)
 
-Layout: ty.py (TensorType, TupleType), expr.py (the nodes), op.py (the op registry),
-relations.py (shared type relations), tensor_ops.py and nn.py (the ops and their
-constructors), infer_type.py, printer.py, transform.py (the passes).
+Layout: ty.py (TensorType, TupleType), expr.py (the nodes), op/ (the op registry and
+every op, one file per family), infer_type.py, printer.py, transform.py (the passes).
 """
-from . import nn, printer, tensor_ops, transform  # printer: registers the text form
+from . import printer, transform  # printer: registers the text form
 from ..ir.module import IRModule
 from .bind import bind_params
 from .build import GraphModule, build, optimize, optimize_module, prepare
-from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, const, var
 from .lower import implementation_of
-from .op import GraphTypeError, Op, get_op, register_op, registered_ops
-from .tensor_ops import (add, clip, concatenate, const, divide, exp, layout_transform, matmul,
-                         mean, multiply, reshape, sigmoid, subtract, sum, tanh, transpose, var)
+from .op import GraphTypeError, Op, get_op, nn, register_op, registered_ops
+from .op.layout import layout_transform
+from .op.nn import matmul
+from .op.reduce import mean, sum
+from .op.tensor import (add, clip, divide, exp, maximum, minimum, multiply, negative, sigmoid,
+                        sqrt, subtract, tanh)
+from .op.transform import concatenate, reshape, transpose
 from .ty import TensorType, TupleType
 
-__all__ = ["nn", "printer", "tensor_ops", "transform", "IRModule", "bind_params",
+__all__ = ["nn", "printer", "transform", "IRModule", "bind_params",
            "GraphModule", "build", "optimize", "optimize_module", "prepare",
            "implementation_of", "Call", "Constant", "Expr", "Function", "Tuple",
            "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op", "register_op",
            "registered_ops", "add", "clip", "concatenate", "const", "divide", "exp",
-           "layout_transform", "matmul", "mean", "multiply", "reshape", "sigmoid",
-           "subtract", "sum", "tanh", "transpose", "var", "TensorType", "TupleType"]
+           "layout_transform", "matmul", "maximum", "mean", "minimum", "multiply", "negative",
+           "reshape", "sigmoid", "sqrt", "subtract", "sum", "tanh", "transpose", "var",
+           "TensorType", "TupleType"]

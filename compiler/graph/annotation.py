@@ -21,31 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .functor import post_order
-from .op import GraphTypeError, Op, get_op, register_op
+from .op import GraphTypeError, Op
+from .op.annotation import BEGIN, END, compiler_begin, compiler_end
 
-BEGIN, END = "annotation.compiler_begin", "annotation.compiler_end"
 DEFAULT = "default"  # the target of ops that no external codegen takes
-
-def _same_type(types, attrs):
-    """An annotation's value is its argument's, tensor or tuple."""
-    if len(types) != 1:
-        raise GraphTypeError(f"an annotation takes one argument, got {len(types)}")
-    return types[0]
-
-
-for _name in (BEGIN, END):
-    register_op(_name, _same_type, OpPattern.OPAQUE, {"compiler": ""}, 1)
-
-
-def compiler_begin(value: Expr, compiler: str) -> Call:
-    return Call(get_op(BEGIN), (value,), {"compiler": compiler}, value.ty)
-
-
-def compiler_end(value: Expr, compiler: str) -> Call:
-    return Call(get_op(END), (value,), {"compiler": compiler}, value.ty)
 
 
 def _is(expr, name: str) -> bool:

@@ -135,3 +135,21 @@ class Function(Expr, BaseFunc):
 
 def _op_name(op) -> str:
     return getattr(op, "name", type(op).__name__)
+
+
+def var(name: str, type_annotation=None, shape=None, dtype: str = "float32") -> Var:
+    """A parameter: `var("x", shape=(1, 3, 224, 224))` or `var("x", TensorType(...))`."""
+    if type_annotation is None:
+        if shape is None:
+            raise TypeError(f"var {name!r}: give a shape or a type")
+        type_annotation = TensorType(shape, dtype)
+    return Var(name, type_annotation)
+
+
+def const(value, dtype: str | None = None) -> Constant:
+    """A constant from a numpy array or a Python scalar (float32 for a float, int32 for
+    an int, unless `dtype` says)."""
+    if dtype is None and not isinstance(value, np.ndarray):
+        dtype = "float32" if isinstance(value, float) else \
+            "int32" if isinstance(value, int) else None
+    return Constant(np.asarray(value, dtype=dtype))

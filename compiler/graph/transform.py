@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
-from .expr import Call, Constant, Function, Tuple, TupleGetItem
+from .expr import Call, Constant, Function, Tuple, TupleGetItem, const
 from .alter_op_layout import alter_op_layout
 from .annotate_target import annotate_target
 from .fold_scale_axis import fold_scale_axis
@@ -19,8 +19,10 @@ from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
 from .merge_compiler_regions import merge_compiler_regions
 from .op import Op
+from .op.tensor import add, divide, multiply, sqrt, subtract
+from .op.transform import reshape
 from .partition_graph import partition_graph
-from .reference import REFERENCE, apply_op
+from .reference import apply_op
 
 
 def _each_function(mod: IRModule, rewrite) -> IRModule:
@@ -45,7 +47,7 @@ register_pass("InferType", InferType)
 
 class _FoldConstant(ExprMutator):
     def rewrite_call(self, call: Call):
-        if isinstance(call.op, Op) and call.op.name in REFERENCE and call.args and \
+        if isinstance(call.op, Op) and call.op.reference is not None and call.args and \
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)
             if not isinstance(value, tuple):
@@ -55,7 +57,7 @@ class _FoldConstant(ExprMutator):
 
 def FoldConstant():
     """Calls whose arguments are all constants become the constant they compute
-    (reference.py's numpy), as Relay's FoldConstant."""
+    (each op's numpy reference), as Relay's FoldConstant."""
     return module_pass(lambda mod, ctx: _each_function(
         mod, lambda f: _FoldConstant().function(f)), opt_level=2, name="FoldConstant",
         required=("InferType",))
@@ -129,16 +131,14 @@ class _SimplifyInference(ExprMutator):
 
 
 def _unfold_batch_norm(call: Call):
-    from . import tensor_ops as t
     data, gamma, beta, mean, var = call.args
     rank = len(data.ty.shape)
     axis = call.attrs["axis"] % rank
     shape = [1] * rank
     shape[axis] = -1
-    scale = t.divide(gamma, t.call("sqrt", [t.add(var, t.const(call.attrs["epsilon"]))]))
-    shift = t.subtract(beta, t.multiply(mean, scale))
-    return t.add(t.multiply(data, t.reshape(scale, shape[axis:])),
-                 t.reshape(shift, shape[axis:]))
+    scale = divide(gamma, sqrt(add(var, const(call.attrs["epsilon"]))))
+    shift = subtract(beta, multiply(mean, scale))
+    return add(multiply(data, reshape(scale, shape[axis:])), reshape(shift, shape[axis:]))
 
 
 def SimplifyInference():

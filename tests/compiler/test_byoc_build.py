@@ -109,7 +109,7 @@ def test_c_elementwise_broadcast_and_shape_ops_match_numpy():
     a, b = graph.var("a", shape=(7, 13)), graph.var("b", shape=(13,))
     c = graph.var("c", shape=(7, 1))
     def op(name, *args, **attrs):
-        return graph.tensor_ops.call(name, args, **attrs)
+        return graph.op.call(name, args, **attrs)
     y = op("divide", op("maximum", op("add", a, b), c),
            op("add", op("exp", op("negative", op("sigmoid", a))), graph.const(2.0)))
     y = op("minimum", op("subtract", op("tanh", y), c), op("sqrt", op("exp", a)))
@@ -128,7 +128,7 @@ def test_gemms_in_c_and_in_openblas_match_numpy(external):
                        graph.const(data(5, 13)))  # one region: a buffer between
     m = graph.matmul(h, graph.const(data(5, 1000)))
     bm = graph.nn.batch_matmul(y, graph.const(data(3, 5, 13)))
-    bmm = graph.matmul(graph.tensor_ops.reshape(bm, (21, 5)), graph.const(data(5, 7)))
+    bmm = graph.matmul(graph.reshape(bm, (21, 5)), graph.const(data(5, 7)))
     fn = graph.Function([x, y], graph.Tuple([graph.nn.softmax(m), graph.nn.softmax(bmm)]))
     lib = check(fn, external, data(7, 37), data(3, 7, 13), rtol=1e-3, atol=1e-3)
     ops = [s["ops"] for s in lib.plan["steps"] if "external" in s]
@@ -175,7 +175,7 @@ def test_a_region_with_two_outputs_writes_both():
     for op in ("negative", "nn.relu", "add"):
         register_op_attr(op, "target.two_out_c", lambda call: True)
     d = graph.var("data", shape=(7, 13))
-    o1 = graph.tensor_ops.call("negative", [d])
+    o1 = graph.op.call("negative", [d])
     x = graph.tanh(o1)
     fn = graph.Function([d], graph.subtract(graph.add(graph.nn.relu(o1), x), x))
     lib = check(fn, ["two_out_c"], data(7, 13))

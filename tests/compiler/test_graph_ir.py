@@ -138,7 +138,7 @@ def test_a_type_error_names_the_op_and_the_shapes(make, words):
 def test_an_unknown_attribute_or_op_is_named():
     x = graph.var("x", shape=(1, 3, 8, 8))
     with pytest.raises(TypeError, match="nn.relu: unknown attribute.*alpha"):
-        graph.tensor_ops.call("nn.relu", [x], alpha=0.1)
+        graph.op.call("nn.relu", [x], alpha=0.1)
     with pytest.raises(KeyError, match="no graph op 'nn.gelu'"):
         graph.get_op("nn.gelu")
 

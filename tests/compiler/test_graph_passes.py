@@ -266,7 +266,7 @@ def test_alter_op_layout_rewrites_the_conv2d_layout_as_in_the_reference():
         with PassContext(opt_level=3):
             altered = graph.transform.AlterOpLayout()(mod)
     finally:
-        alter._ALTER.pop("nn.conv2d")
+        graph.op.reset_op_attr("nn.conv2d", alter.ALTER_ATTR)
     text = str(altered)
     packed = "Tensor[(1, 4, 54, 54, 16), float32]"
     assert ('nn.conv2d(%0, %weight, padding=[0, 0, 0, 0], data_layout="NCHW16c") '
@@ -293,7 +293,7 @@ def test_two_packed_convolutions_meet_without_a_layout_transform():
         with PassContext(opt_level=3):
             altered = graph.transform.AlterOpLayout()(mod)
     finally:
-        alter._ALTER.pop("nn.conv2d")
+        graph.op.reset_op_attr("nn.conv2d", alter.ALTER_ATTR)
     assert str(altered).count("layout_transform(") == 2  # into the first, out of the last
     same_numbers(mod, altered, rng.random((1, 32, 9, 9), "float32"))
 

@@ -103,7 +103,7 @@ def diamond():
     """TVM's diamond: O1 feeds O2 and X; O3 = O2 + X; O4 = O3 - X. O1, O2, O3 are the
     target's, X (tanh) and O4 (subtract) are not."""
     data = graph.var("data", shape=(10, 10))
-    o1 = graph.tensor_ops.call("negative", [data])
+    o1 = graph.op.call("negative", [data])
     o2 = graph.nn.relu(o1)
     x = graph.tanh(o1)
     o3 = graph.add(o2, x)
@@ -132,7 +132,7 @@ def test_a_merge_made_later_still_bars_a_region_that_would_close_a_cycle():
     me's region through z, and me reads k through x: merging k into w would make the
     cycle {k, w} -> x -> {f, me} -> z -> {k, w}."""
     a = graph.var("a", shape=(5, 7))
-    k = graph.tensor_ops.call("negative", [a])
+    k = graph.op.call("negative", [a])
     x = graph.tanh(k)
     f = graph.nn.relu(a)
     z = graph.tanh(f)
@@ -149,7 +149,7 @@ def test_a_region_read_through_a_tuple_is_not_merged_across_it():
     a = graph.var("a", shape=(4, 6))
     r1 = graph.nn.relu(a)
     cat = graph.concatenate([r1, a], axis=0)  # no codegen takes it: a node of no region
-    r2 = graph.add(graph.tensor_ops.call("negative", [cat]),
+    r2 = graph.add(graph.op.call("negative", [cat]),
                    graph.concatenate([r1, r1], axis=0))
     mod = typed(graph.Function([a], r2))
     out = Sequential([T.AnnotateTarget("test_target"), T.MergeCompilerRegions(),

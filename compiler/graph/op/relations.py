@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from .op import GraphTypeError
-from .ty import TensorType
+from .registry import GraphTypeError
+from ..ty import TensorType
 
 
 def tensor_args(name: str, types, n: int | None = None) -> list[TensorType]:
@@ -77,3 +77,33 @@ def kernel_blocks(kernel_layout: str) -> tuple[int, int] | None:
         raise GraphTypeError(f"kernel_layout {kernel_layout} is neither OIHW nor "
                              f"OIHW[x]i[y]o")
     return int(found[1]), int(found[2])
+
+
+def pair(value, name: str) -> tuple:
+    """(h, w) from an int or two ints."""
+    value = (value, value) if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise TypeError(f"{name} must be an int or two ints, got {value!r}")
+    return value
+
+
+def padding4(value) -> tuple:
+    """(top, left, bottom, right) from an int, (h, w) or four values, as Relay's."""
+    value = (value,) if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * 4
+    if len(value) == 2:
+        return (value[0], value[1], value[0], value[1])
+    if len(value) == 4:
+        return value
+    raise TypeError(f"padding must be 1, 2 or 4 ints, got {value!r}")
+
+
+def window(name, size, kernel, stride, pad_before, pad_after, dilation=1) -> int:
+    """The extent of a window's output along one axis (a GraphTypeError when the window
+    does not fit)."""
+    extent = (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
+    if extent < 1:
+        raise GraphTypeError(f"{name}: a window of {kernel} (dilation {dilation}) does not "
+                             f"fit in {size} with padding {pad_before}, {pad_after}")
+    return extent
