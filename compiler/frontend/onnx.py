@@ -14,6 +14,7 @@ Everything that cannot be imported is one FrontendError naming the file and the 
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -245,6 +246,8 @@ _CONVERTERS = {
     "Sub": lambda c, a, at, n: graph.subtract(a[0], a[1]),
     "Mul": lambda c, a, at, n: graph.multiply(a[0], a[1]),
     "Div": lambda c, a, at, n: graph.divide(a[0], a[1]),
+    "Max": lambda c, a, at, n: functools.reduce(graph.maximum, a),
+    "Min": lambda c, a, at, n: functools.reduce(graph.minimum, a),
     "Sigmoid": lambda c, a, at, n: graph.sigmoid(a[0]),
     "Tanh": lambda c, a, at, n: graph.tanh(a[0]),
     "Exp": lambda c, a, at, n: graph.exp(a[0]),

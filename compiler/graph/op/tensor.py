@@ -7,6 +7,7 @@ import numpy as np
 
 from ... import ops, te
 from ...ops.pattern import OpPattern
+from ...ops.shape import broadcast_index, broadcast_shape
 from ..expr import Call, Expr
 from .layout_rules import follow
 from .registry import call, register_op
@@ -18,9 +19,18 @@ def _map(name, f):
     return lambda ins, at, ty: te.compute(ty.shape, lambda *i: f(ins[0][i]), name=name)
 
 
+def _broadcast(name, f):
+    """The compute of a broadcast op that te writes as `f(a, b)`."""
+    def compute(a, b):
+        return te.compute(broadcast_shape(name, a.shape, b.shape),
+                          lambda *i: f(a[broadcast_index(a.shape, i)],
+                                       b[broadcast_index(b.shape, i)]), name=name)
+    return compute
+
+
 def _binary(name, compute, reference):
     register_op(name, broadcast_rel(name), OpPattern.BROADCAST, num_inputs=2,
-                compute=compute and (lambda ins, at, ty: compute(*ins)),
+                compute=lambda ins, at, ty: compute(*ins),
                 reference=lambda a, at: reference(a[0], a[1]), layout=follow)
 
 
@@ -33,8 +43,8 @@ _binary("add", ops.add, np.add)
 _binary("subtract", ops.subtract, np.subtract)
 _binary("multiply", ops.multiply, np.multiply)
 _binary("divide", ops.divide, np.divide)
-_binary("maximum", None, np.maximum)
-_binary("minimum", None, np.minimum)
+_binary("maximum", _broadcast("maximum", te.max), np.maximum)
+_binary("minimum", _broadcast("minimum", te.min), np.minimum)
 _unary("sigmoid", lambda ins, at, ty: ops.sigmoid(ins[0]), lambda a, at: 1 / (1 + np.exp(-a[0])))
 _unary("tanh", lambda ins, at, ty: ops.tanh(ins[0]), lambda a, at: np.tanh(a[0]))
 _unary("exp", lambda ins, at, ty: ops.exp(ins[0]), lambda a, at: np.exp(a[0]))
