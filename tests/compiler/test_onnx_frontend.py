@@ -229,3 +229,16 @@ def test_intermediate_values_share_storage_when_their_lifetimes_do_not_overlap()
     assert not np.array_equal(first, second)  # the outputs are copies, not reused storage
     timed = lib.time_evaluator(number=1, repeat=3, min_repeat_ms=5)()
     assert len(timed.results) == 3 and timed.median > 0
+
+
+def test_max_and_min_of_several_inputs_match_onnx_runtime():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Max", ["x", "c", "b"], ["hi"]),
+             helper.make_node("Min", ["hi", "c"], ["y"])]
+    m = model(nodes, [tensor("x", [1, 8, 7, 13])], [tensor("y", None)],
+              [weight("w", 8, 8, 3, 3), weight("b", 8, 1, 1)])
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    with PassContext(opt_level=3):
+        got, = graph.build(mod, params=params).run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
