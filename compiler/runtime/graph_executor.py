@@ -72,9 +72,11 @@ class _Workspace:
     that points at them and at the model's shared weights; which inputs the thread set
     and the outputs of its last run. A run writes all of them, so threads never share one."""
 
-    def __init__(self, plan: dict, shared_slots: np.ndarray):
+    def __init__(self, plan: dict, constants: dict, shared_slots: np.ndarray):
         self.inputs: dict[str, np.ndarray] = {}
-        self.arrays: dict[int, np.ndarray] = {}  # slot -> its buffer (kept alive here)
+        # slot -> its buffer: the shared weights (a model may output one), then this
+        # thread's own buffers (kept alive here)
+        self.arrays: dict[int, np.ndarray] = dict(constants)
         for spec in plan["inputs"]:
             self.inputs[spec["name"]] = self.arrays[spec["slot"]] = _view(
                 _aligned(_nbytes(spec)), spec["shape"], spec["dtype"])
@@ -115,7 +117,8 @@ class GraphExecutor:
         """The calling thread's workspace, made on its first use (freed with the thread)."""
         workspace = getattr(self._local, "workspace", None)
         if workspace is None:
-            workspace = self._local.workspace = _Workspace(self.plan, self._shared_slots)
+            workspace = _Workspace(self.plan, self.constants, self._shared_slots)
+            self._local.workspace = workspace
         return workspace
 
     @property

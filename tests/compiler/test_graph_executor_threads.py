@@ -105,6 +105,22 @@ def test_threads_sharing_a_model_with_external_functions_each_get_their_own_outp
     assert not wrong, "\n".join(wrong)
 
 
+def test_a_thread_gets_outputs_that_are_a_weight_or_the_input_itself():
+    x = graph.var("x", shape=(2, 3))
+    w = rng.standard_normal((2, 3)).astype("float32")
+    lib = graph.build(graph.IRModule.from_expr(
+        graph.Function([x], graph.Tuple([graph.nn.relu(x), graph.const(w), x]))))
+    data = rng.standard_normal((2, 3)).astype("float32")
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(lib.run(x=data)))
+    thread.start()
+    thread.join()
+    assert len(seen) == 1
+    for got in (lib.run(x=data), *seen):
+        for array, want in zip(got, (np.maximum(data, 0), w, data)):
+            np.testing.assert_array_equal(array, want)
+
+
 def test_set_input_and_get_output_belong_to_the_calling_thread(lib):
     mine, theirs = inputs(2)
     want_mine, = lib.run(x=mine)
