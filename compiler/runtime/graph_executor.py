@@ -9,13 +9,27 @@ shape and dtype, the storage it writes, the ops the kernel fused, how its anchor
 scheduled), its outputs (slots), its storage (bytes of each: intermediate values share
 one when their lifetimes do not overlap)), and its constants (the weights), by slot.
 
-Every buffer is allocated once, here: the weights, one per input, one per storage. Their
-addresses fill the slot table that `graph_run` reads, so a run is: copy the inputs in,
-one native call, copy the outputs out. The exported file is a zip archive of the plan
-(`autosched-graph.json`), the constants (`constants.npz`, read without pickle) and the
-module as `Module.export` writes it, and each external module (BYOC) as its kind saves it
-(`external/<name>`, its kind in the plan's "externals"), loaded by the loader its kind
-registered (runtime/external.py); nothing in it is evaluated or unpickled.
+The weights are held once, here, and every thread that uses the model gets a workspace
+of its own the first time it does (set_input or run): one buffer per input, one per
+storage, and a slot table holding their addresses and the weights' (workspace_bytes:
+the storage, the inputs and the table; freed when the thread ends). A run is: copy the
+inputs into the calling thread's buffers, one native call of `graph_run` on its table
+(no lock held: the GIL is released for it), copy the outputs out. So one model is safe
+to share between threads, as ONNX Runtime's InferenceSession is: concurrent `run` calls
+each get the outputs of their own inputs, and the weights are only read. State is per
+thread: a thread's set_input feeds that thread's next run, time_evaluator and profile,
+get_output is that thread's last run. The kernels keep no state between calls (their
+own buffers are on the stack or malloc'd per call), nor do the external modules (C with
+only static const data and per-call mallocs; OpenBLAS's threaded build, which is safe
+to call from several threads and serializes concurrent level-3 calls itself). A
+parallel loop launched while another thread's launch holds the native pool runs its
+tasks serially on its own thread (runtime.ll): threads never wait for each other there.
+
+The exported file is a zip archive of the plan (`autosched-graph.json`), the constants
+(`constants.npz`, read without pickle) and the module as `Module.export` writes it, and
+each external module (BYOC) as its kind saves it (`external/<name>`, its kind in the
+plan's "externals"), loaded by the loader its kind registered (runtime/external.py);
+nothing in it is evaluated or unpickled.
 """
 from __future__ import annotations
 
@@ -23,6 +37,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import zipfile
 
 import numpy as np
@@ -51,35 +66,68 @@ def _view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
     return buffer[:n * dtype.itemsize].view(dtype).reshape(shape)
 
 
+class _Workspace:
+    """One thread's buffers for a model: its inputs, the intermediate values' storage
+    (as planned: values whose lifetimes do not overlap share one) and the slot table
+    that points at them and at the model's shared weights; which inputs the thread set
+    and the outputs of its last run. A run writes all of them, so threads never share one."""
+
+    def __init__(self, plan: dict, constants: dict, shared_slots: np.ndarray):
+        self.inputs: dict[str, np.ndarray] = {}
+        # slot -> its buffer: the shared weights (a model may output one), then this
+        # thread's own buffers (kept alive here)
+        self.arrays: dict[int, np.ndarray] = dict(constants)
+        for spec in plan["inputs"]:
+            self.inputs[spec["name"]] = self.arrays[spec["slot"]] = _view(
+                _aligned(_nbytes(spec)), spec["shape"], spec["dtype"])
+        storage = [_aligned(n) for n in plan["storage"]]
+        for step in plan["steps"]:
+            for out in [step, *step.get("more_outs", [])]:
+                self.arrays[out["out"]] = _view(storage[out["storage"]], out["shape"],
+                                                out["dtype"])
+        self.slots = shared_slots.copy()
+        for slot, array in self.arrays.items():
+            self.slots[slot] = array.ctypes.data
+        self.set: set[str] = set()
+        self.outputs: list[np.ndarray] = []
+
+
 class GraphExecutor:
-    """`run(**inputs)` -> the list of outputs; see the module docstring."""
+    """`run(**inputs)` -> the list of outputs; safe to share between threads (see the
+    module docstring)."""
 
     def __init__(self, lib, plan: dict, constants: dict, externals: dict | None = None):
         self.lib, self.plan = lib, plan
         self.externals = dict(externals or {})  # name -> its external runtime module
         self.input_names = [i["name"] for i in plan["inputs"]]
-        self._arrays: dict[int, np.ndarray] = {}  # slot -> its buffer (kept alive here)
-        for slot, value in constants.items():
-            self._arrays[int(slot)] = np.ascontiguousarray(value)
-        self.constants = {k: v for k, v in self._arrays.items()}
-        self._inputs = {}
-        for spec in plan["inputs"]:
-            self._inputs[spec["name"]] = self._arrays[spec["slot"]] = _view(
-                _aligned(_nbytes(spec)), spec["shape"], spec["dtype"])
-        storage = [_aligned(n) for n in plan["storage"]]
-        for step in plan["steps"]:
-            for out in [step, *step.get("more_outs", [])]:
-                self._arrays[out["out"]] = _view(storage[out["storage"]], out["shape"],
-                                                 out["dtype"])
-        self._slots = np.zeros(plan["num_slots"], np.int64)
-        for slot, array in self._arrays.items():
-            self._slots[slot] = array.ctypes.data
+        self.constants = {int(slot): np.ascontiguousarray(value)
+                          for slot, value in constants.items()}
+        # What every thread's slot table starts from: the weights' addresses and the
+        # external functions' (both read-only while the model runs).
+        self._shared_slots = np.zeros(plan["num_slots"], np.int64)
+        for slot, array in self.constants.items():
+            self._shared_slots[slot] = array.ctypes.data
         for step in plan["steps"]:
             if "fn_slot" in step:
-                self._slots[step["fn_slot"]] = self.externals[step["kernel"]]\
+                self._shared_slots[step["fn_slot"]] = self.externals[step["kernel"]]\
                     .function_address()
-        self._set: set[str] = set()
-        self._outputs: list = []
+        self._local = threading.local()
+
+    def _workspace(self) -> _Workspace:
+        """The calling thread's workspace, made on its first use (freed with the thread)."""
+        workspace = getattr(self._local, "workspace", None)
+        if workspace is None:
+            workspace = _Workspace(self.plan, self.constants, self._shared_slots)
+            self._local.workspace = workspace
+        return workspace
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The bytes each thread that uses the model allocates for it, once: the
+        intermediate values' storage (peak_bytes), the inputs and the slot table; the
+        weights are shared. A run's outputs are new arrays on top of it."""
+        return self.peak_bytes + sum(_nbytes(spec) for spec in self.plan["inputs"]) + \
+            8 * self.plan["num_slots"]
 
     @property
     def kernels(self) -> list[str]:
@@ -100,21 +148,28 @@ class GraphExecutor:
         return "\n".join(parts)
 
     def set_input(self, name: str, value) -> None:
-        """Copy `value` into the input's buffer (checked against its shape)."""
-        if name not in self._inputs:
+        """Copy `value` into the calling thread's buffer of the input (checked against its
+        shape): it feeds that thread's next run, time_evaluator and profile, never
+        another thread's."""
+        workspace = self._workspace()
+        if name not in workspace.inputs:
             raise KeyError(f"no input {name!r}; the inputs are {', '.join(self.input_names)}")
-        buffer = self._inputs[name]
+        buffer = workspace.inputs[name]
         value = np.asarray(value)
         if tuple(value.shape) != buffer.shape:
             raise ValueError(f"input {name}: shape {value.shape}, the model takes "
                              f"{buffer.shape}")
         np.copyto(buffer, value, casting="same_kind")
-        self._set.add(name)
+        workspace.set.add(name)
 
-    def _check_inputs(self) -> None:
-        missing = [n for n in self.input_names if n not in self._set]
+    def _ready(self) -> _Workspace:
+        """The calling thread's workspace, once every input has a value there."""
+        workspace = self._workspace()
+        missing = [n for n in self.input_names if n not in workspace.set]
         if missing:
-            raise KeyError(f"no value for input(s) {', '.join(missing)}")
+            raise KeyError(f"no value for input(s) {', '.join(missing)} in this thread "
+                           "(each thread sets its own: run(**inputs) or set_input)")
+        return workspace
 
     @property
     def peak_bytes(self) -> int:
@@ -122,29 +177,31 @@ class GraphExecutor:
         return sum(self.plan.get("storage", []))
 
     def run(self, **inputs) -> list[np.ndarray]:
-        """Set `inputs` (by name), run the model (one native call), return the outputs
-        (copies: the storage is reused by the next run)."""
+        """Set `inputs` (by name), run the model (one native call, on the calling
+        thread's workspace: threads may run one model at once), return the outputs
+        (copies: the storage is reused by the thread's next run)."""
         for name, value in inputs.items():
             self.set_input(name, value)
-        self._check_inputs()
-        self.lib(self._slots)
-        self._outputs = [np.array(self._arrays[o]) for o in self.plan["outputs"]]
-        return list(self._outputs)
+        workspace = self._ready()
+        self.lib(workspace.slots)
+        workspace.outputs = [np.array(workspace.arrays[o]) for o in self.plan["outputs"]]
+        return list(workspace.outputs)
 
     def get_output(self, index: int) -> np.ndarray:
-        return self._outputs[index]
+        """Output `index` of the calling thread's last run (TVM's get_output)."""
+        return self._workspace().outputs[index]
 
     def time_evaluator(self, number: int = 1, repeat: int = 5, min_repeat_ms: int = 0):
         """A function timing the whole model on the inputs set, in native code (the
         module's time_evaluator on the slot table: one warm-up run, then `repeat`
         measurements of `number` runs, `number` raised until one lasts
-        `min_repeat_ms`); it returns a ProfileResult of seconds per run."""
+        `min_repeat_ms`); it returns a ProfileResult of seconds per run. The function
+        times the workspace of the thread that calls it, on that thread's inputs."""
         timer = self.lib.time_evaluator(number=number, repeat=repeat,
                                         min_repeat_ms=min_repeat_ms)
 
         def evaluate() -> ProfileResult:
-            self._check_inputs()
-            return timer(self._slots)
+            return timer(self._ready().slots)
         return evaluate
 
     def profile(self, repeat: int = 5) -> list[dict]:
@@ -152,13 +209,13 @@ class GraphExecutor:
         scheduled (template, config, fallback: None without a template; and record,
         record_gflops, confirmed, tier when the build applied a logged record), its median
         seconds over `repeat` timings (at least 10 ms each) and its share of their sum.
-        Each kernel is called through its own packed function on the model's buffers,
-        so every step reads the values the steps before it wrote."""
-        self._check_inputs()
+        Each kernel is called through its own packed function on the calling thread's
+        buffers (its inputs), so every step reads the values the steps before it wrote."""
+        slots = self._ready().slots
         rows = []
         for step in self.plan["steps"]:
             outs = [step["out"], *(o["out"] for o in step.get("more_outs", []))]
-            args = np.array([self._slots[a] for a in [*step["args"], *outs]], np.int64)
+            args = np.array([slots[a] for a in [*step["args"], *outs]], np.int64)
             address = self.externals[step["kernel"]].packed_address() \
                 if "fn_slot" in step else self.lib.function_address(step["kernel"] + "_packed")
             seconds = native.time_native(address, args.ctypes.data, 1, repeat, 10)

@@ -5,7 +5,9 @@ them through `autosched_time`; both are LLVM IR (runtime.ll) so that no Python a
 GIL run inside a parallel loop or a timed region, and no C compiler is needed.
 `ensure_loaded()` compiles that IR into one MCJIT engine for the whole process and
 registers its symbols with LLVM, so kernel modules JIT-compiled later only *declare*
-the runtime functions and all share one worker pool.
+the runtime functions and all share one worker pool. One launch owns the pool at a
+time: a launch from another thread (two threads running models at once) or from inside
+a task finds it taken and runs its tasks serially on its own thread, without waiting.
 """
 from __future__ import annotations
 

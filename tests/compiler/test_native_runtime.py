@@ -122,6 +122,32 @@ define i32 @run_fail(ptr %c, i32 %n) {
   ret i32 %r
 }
 
+; hold_task: task 0 sets closure[1] to 1, then waits (1 ms naps) until closure[0] is
+; nonzero, so that its launch holds the pool until the test lets it go.
+define i32 @hold_task(i32 %t, i32 %n, ptr %c) {
+entry:
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %announce, label %done
+announce:
+  %held = getelementptr i64, ptr %c, i32 1
+  store atomic i64 1, ptr %held seq_cst, align 8
+  br label %wait
+wait:
+  %go = load atomic i64, ptr %c seq_cst, align 8
+  %free = icmp ne i64 %go, 0
+  br i1 %free, label %done, label %nap
+nap:
+  call void @nap_ns(i64 1000000)
+  br label %wait
+done:
+  ret i32 0
+}
+
+define i32 @run_hold(ptr %c, i32 %n) {
+  %r = call i32 @autosched_parallel_for(ptr @hold_task, ptr %c, i32 %n)
+  ret i32 %r
+}
+
 ; timed_parallel: record_task run two ways over args, as a timeable i32 (ptr) kernel.
 define i32 @timed_parallel(ptr %a) {
   %r = call i32 @run_record(ptr %a, i32 2)
@@ -300,6 +326,29 @@ def test_concurrent_callers_from_two_python_threads(kernels):
     for t in threads:
         t.join()
     assert failures == []
+
+
+@pytest.mark.parametrize("launcher", ["run_record", "run_record_dynamic"])
+def test_a_launch_while_another_thread_holds_the_pool_runs_serially_in_its_caller(
+        kernels, launcher):
+    """Two Python threads in parallel kernels at once (two threads sharing a model): the
+    one that finds the pool taken runs every task itself, one after another, at once:
+    it neither waits for the pool nor touches the other launch's job."""
+    hold = (ctypes.c_int64 * 2)()
+    holder = threading.Thread(target=kernels.launcher("run_hold"),
+                              args=(ctypes.addressof(hold), 2))
+    holder.start()
+    try:
+        while hold[1] == 0:  # the holder's task 0 runs: its launch owns the pool
+            time.sleep(0.001)
+        # The holder lets the pool go only after this returns: a launch that waited
+        # for the pool would hang here (deadlock_guard ends the run).
+        code, counts, tids = _record(kernels, 4, launcher)
+    finally:
+        hold[0] = 1
+        holder.join()
+    assert (code, counts) == (0, [1] * 4)
+    assert tids == [threading.get_native_id()] * 4
 
 
 def test_launches_after_the_pool_fell_asleep(kernels):
