@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
 from ..errors import BuildError
+from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule
-from ..te.tensor import Tensor
 from .expr import Call
 
 ENTRY_POINT_GROUP = "autosched.strategies"
