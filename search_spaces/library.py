@@ -15,7 +15,7 @@ strategies.py).
 from __future__ import annotations
 
 from compiler import te
-from compiler.codegen.cblas import library_object
+from compiler.contrib.cblas import library_object
 from compiler.graph.alter_op_layout import BLOCKS, DENSE_PANELS
 
 from .conv2d import conv2d_nchw_reference
