@@ -17,7 +17,6 @@ from ..ir.module import IRModule
 from .bind import bind_params
 from .build import GraphModule, build, optimize, optimize_module, prepare
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from .external import external_codegens, register_external
 from .lower import implementation_of
 from .op import GraphTypeError, Op, get_op, register_op, registered_ops
 from .tensor_ops import (add, clip, concatenate, const, divide, exp, layout_transform, matmul,
@@ -30,5 +29,4 @@ __all__ = ["nn", "printer", "tensor_ops", "transform", "IRModule", "bind_params"
            "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op", "register_op",
            "registered_ops", "add", "clip", "concatenate", "const", "divide", "exp",
            "layout_transform", "matmul", "mean", "multiply", "reshape", "sigmoid",
-           "subtract", "sum", "tanh", "transpose", "var", "TensorType", "TupleType",
-           "external_codegens", "register_external"]
+           "subtract", "sum", "tanh", "transpose", "var", "TensorType", "TupleType"]

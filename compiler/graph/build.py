@@ -8,7 +8,7 @@ them (Relay's relay.build and its graph executor).
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again. With
 `external` codegens (Bring Your Own Codegen: "cblas", "ccompiler", or any registered
-with compiler.graph.register_external), AnnotateTarget with them in order of
+with compiler.graph.external.register_external), AnnotateTarget with them in order of
 preference, MergeCompilerRegions and PartitionGraph follow: each region becomes a
 function that its codegen compiles into a runtime module of its own, and the passes
 after see only the graph's own ops. Then AlterOpLayout (opt_level 3: convolutions into

@@ -18,7 +18,7 @@ from compiler import graph
 from compiler.contrib.ccompiler import ccompiler as ccompiler_codegen
 from compiler.errors import BuildError
 from compiler.frontend import from_onnx
-from compiler.graph import register_external
+from compiler.graph.external import register_external
 from compiler.graph.op import register_op_attr
 from compiler.graph.reference import evaluate
 from test_onnx_frontend import MODELS, input_and_expected

@@ -12,7 +12,7 @@ import typing
 
 import click
 
-from compiler.graph import external_codegens
+from compiler.graph.external import external_codegens
 from records import Database, RecordsError
 from search_spaces import (AnnotateEntity, OtherOptionEntity, ReorderEntity, SpaceError,
                            SplitEntity, get_template)
