@@ -122,6 +122,7 @@ class CodeGenLLVM:
     # ------------------------------------------------------------------ statements
 
     def stmt(self, s) -> None:
+        """Emit the statement `s` at the builder's position."""
         b = self.builder
         match s:
             case SeqStmt(seq=items):
@@ -328,6 +329,7 @@ class CodeGenLLVM:
     # ------------------------------------------------------------------ expressions
 
     def expr(self, e) -> ir.Value:
+        """The LLVM value of the expression `e`, emitted at the builder's position."""
         b = self.builder
         match e:
             case E.IntImm(value=v, dtype=dt):

@@ -56,6 +56,8 @@ def c_compiler() -> str | None:
 
 
 class CSourceModule(ExternalModule):
+    """A function's C source and the shared library compiled from it, loaded (see the
+    module docstring)."""
     type_key = "c"
 
     def __init__(self, symbol: str, source: str, library: bytes):

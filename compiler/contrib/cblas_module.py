@@ -70,6 +70,8 @@ def _load_permanently(path: str) -> None:
 
 
 class CblasModule(ExternalModule):
+    """A function of gemms, from its description, JIT-compiled into calls of OpenBLAS
+    (see the module docstring)."""
     type_key = "cblas"
 
     def __init__(self, symbol: str, spec: dict):
