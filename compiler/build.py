@@ -8,11 +8,11 @@ from .ir.expr import Var
 from .ir.functor import collect
 from .ir.module import IRModule
 from .ir.stmt import Buffer, PrimFunc
+from .lang.tensor import PlaceholderOp, Tensor
 from .schedule.bound import infer_bound_context
 from .schedule.schedule import Schedule
 from .schedule.schedule_ops import schedule_ops
 from .target import Target
-from .te.tensor import PlaceholderOp, Tensor
 from .transform.passes import build_pipeline, lower_pipeline
 
 

@@ -15,7 +15,7 @@ strategies.py).
 from __future__ import annotations
 
 from compiler import te
-from compiler.codegen.cblas import library_object
+from compiler.contrib.cblas import library_object
 from compiler.graph.op.conv2d import BLOCKS
 from compiler.graph.op.nn import DENSE_PANELS
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from compiler import ops, te
 from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
-from compiler.codegen.cblas import computes
+from compiler.contrib.cblas import computes
 from compiler.graph.expr import Call
 from compiler.graph.strategy import Implementation, is_probing, register_strategy
 
@@ -209,7 +209,7 @@ def batch_matmul_library_strategy(call: Call) -> Implementation | None:
 
 def conv2d_library_strategy(call: Call) -> Implementation | None:
     """A 1x1, stride 1, unpadded float32 NCHW nn.conv2d -> conv2d_1x1_cblas (the
-    library's), where compiler.codegen.cblas computes it."""
+    library's), where compiler.contrib.cblas computes it."""
     if not computes(call):
         return None
     (N, C, H, W), K = call.args[0].ty.shape, call.args[1].ty.shape[0]

@@ -37,10 +37,10 @@ import numpy as np
 
 from compiler.ir import expr as E
 from compiler.ir.stmt import PARALLEL, UNROLLED, VECTORIZED
+from compiler.lang.tensor import REDUCE
 from compiler.schedule.graph import StageGraph
 from compiler.schedule.relations import Fuse, Rebase, Shift, Split
 from compiler.schedule.stage import SCOPE
-from compiler.te.tensor import REDUCE
 from search_spaces import (AnnotateSpace, InstantiationError, OtherOptionSpace, ReorderSpace,
                            SplitSpace)
 

@@ -14,7 +14,7 @@ from compiler.ir.expr import (Add, And, Call, CmpOp, Div, Expr, IntImm, Max, Min
                               ProducerLoad, Select, Sub, is_float)
 from compiler.ir.functor import children
 from compiler.ir.reduce import Reduce
-from compiler.te.tensor import ComputeOp, Tensor
+from compiler.lang.tensor import ComputeOp, Tensor
 
 _ARITHMETIC = (Add, Sub, Mul, Div, Min, Max, Call)
 

@@ -16,7 +16,7 @@ import sys
 import records
 import search_spaces
 from compiler import Target
-from compiler.te.tensor import PlaceholderOp
+from compiler.lang.tensor import PlaceholderOp
 
 from .flop import compute_flop
 

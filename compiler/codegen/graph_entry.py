@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .llvm import I32, I64, PTR
+from .llvm_ops import I32, I64, PTR
 
 ENTRY = "graph_run"
 

@@ -12,8 +12,8 @@ target's cores: each task takes one contiguous chunk of the iterations, and ther
 to TASKS_PER_CORE tasks per core, claimed by the threads as they finish, so that a core
 slowed by another process for a while gets fewer of them. Buffers we allocate are
 64-byte aligned; small ones live on the stack, so LLVM promotes a fully unrolled and
-vectorized local accumulator to registers. Float multiply and add carry the `contract`
-flag, which lets LLVM fuse them into FMA instructions, as C compilers do by default.
+vectorized local accumulator to registers. The instructions of each operation on
+values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's.
 """
 from __future__ import annotations
 
@@ -27,34 +27,14 @@ from ..ir.expr import Broadcast, Load, Ramp
 from ..ir.functor import collect
 from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, PrimFunc,
                        SeqStmt, Store)
+from .llvm_ops import (I8, I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
+                       llvm_type, math_call, splat)
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-PTR = ir.PointerType()
-_SCALAR = {"bool": I1, "int8": I8, "int32": I32, "int64": I64,
-           "float32": ir.FloatType(), "float64": ir.DoubleType()}
-_SUFFIX = {"float32": "f32", "float64": "f64"}
 STACK_LIMIT = 64 * 1024  # bytes; bigger buffers come from aligned_alloc
 # Tasks per core of a parallel loop: enough that when one core runs slower than the
 # other for a while (a shared host), the faster one takes more tasks and the loop ends
 # at most about one task after the ideal; few enough that claiming them costs nothing.
 TASKS_PER_CORE = 8
-_FAST = ("contract",)
-_ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
-_INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
-               "abs": "fabs", "pow": "pow", "tanh": "tanh"}
-
-
-def llvm_type(dtype: str, memory: bool = False) -> ir.Type:
-    """LLVM type of a (vector) dtype; in memory a bool takes a byte, as numpy stores it."""
-    base = _SCALAR[E.element(dtype)]
-    if memory and base is I1:
-        base = I8
-    n = E.lanes(dtype)
-    return base if n == 1 else ir.VectorType(base, n)
-
-
-def _elem_bytes(dtype: str) -> int:
-    return max(1, E.bits(dtype) // 8)
 
 
 class CodeGenLLVM:
@@ -131,10 +111,6 @@ class CodeGenLLVM:
         slot.type = PTR  # an opaque pointer, like every other pointer we handle
         return slot
 
-    def _declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
-        g = self.module.globals.get(name)
-        return g if g is not None else ir.Function(self.module, ir.FunctionType(ret, args), name)
-
     def _fail_if(self, cond: ir.Value, code: ir.Value) -> None:
         fail = self.fn.append_basic_block("fail")
         ok = self.fn.append_basic_block("ok")
@@ -146,6 +122,7 @@ class CodeGenLLVM:
     # ------------------------------------------------------------------ statements
 
     def stmt(self, s) -> None:
+        """Emit the statement `s` at the builder's position."""
         b = self.builder
         match s:
             case SeqStmt(seq=items):
@@ -271,13 +248,13 @@ class CodeGenLLVM:
         chunk = b.select(b.icmp_signed("<", chunk, I32(1)), I32(1), chunk)
         ntasks = b.sdiv(b.sub(b.add(extent, chunk), I32(1)), chunk)
         ntasks = b.select(b.icmp_signed("<", ntasks, I32(1)), I32(1), ntasks)
-        launch = self._declare("autosched_parallel_for_dynamic", I32, [PTR, PTR, I32, I32])
+        launch = declare(self.module, "autosched_parallel_for_dynamic", I32, [PTR, PTR, I32, I32])
         rc = b.call(launch, [body_fn, closure, ntasks, I32(self.num_cores)])
         self._fail_if(b.icmp_signed("!=", rc, I32(0)), rc)
 
     def _allocate(self, buf, body) -> None:
         elems = buf.elements
-        size = _elem_bytes(buf.dtype) * elems.value if isinstance(elems, E.IntImm) else None
+        size = elem_bytes(buf.dtype) * elems.value if isinstance(elems, E.IntImm) else None
         outer = self.bufs.get(buf)
         if size is not None and size <= STACK_LIMIT:
             array = ir.ArrayType(llvm_type(buf.dtype, memory=True), elems.value)
@@ -290,13 +267,13 @@ class CodeGenLLVM:
             # A region past the end of a split can be empty (even negative): nothing is
             # computed there, but the allocation must still succeed.
             n = b.select(b.icmp_signed("<", n, I64(1)), I64(1), n)
-            nbytes = b.mul(n, I64(_elem_bytes(buf.dtype)))
+            nbytes = b.mul(n, I64(elem_bytes(buf.dtype)))
             nbytes = b.and_(b.add(nbytes, I64(63)), I64(~63))  # aligned_alloc wants a multiple
-            ptr = b.call(self._declare("aligned_alloc", PTR, [I64, I64]), [I64(64), nbytes])
+            ptr = b.call(declare(self.module, "aligned_alloc", PTR, [I64, I64]), [I64(64), nbytes])
             self._fail_if(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), I32(-1))
             self.bufs[buf] = ptr
             self.stmt(body)
-            self.builder.call(self._declare("free", ir.VoidType(), [PTR]), [ptr])
+            self.builder.call(declare(self.module, "free", ir.VoidType(), [PTR]), [ptr])
         if outer is None:
             del self.bufs[buf]
         else:
@@ -317,7 +294,7 @@ class CodeGenLLVM:
     def _load(self, e: Load) -> ir.Value:
         b, buf, idx = self.builder, e.buffer, e.index
         mem = llvm_type(buf.dtype, memory=True)
-        align = _elem_bytes(buf.dtype)
+        align = elem_bytes(buf.dtype)
         n = E.lanes(idx.dtype)
         if n == 1:
             v = b.load(self._ptr(buf, self.expr(idx)), typ=mem, align=align)
@@ -335,7 +312,7 @@ class CodeGenLLVM:
 
     def _store(self, buf, idx, value: ir.Value) -> None:
         b = self.builder
-        align = _elem_bytes(buf.dtype)
+        align = elem_bytes(buf.dtype)
         if E.element(buf.dtype) == "bool":
             value = b.zext(value, llvm_type(E.with_lanes("int8", E.lanes(idx.dtype))))
         n = E.lanes(idx.dtype)
@@ -352,6 +329,7 @@ class CodeGenLLVM:
     # ------------------------------------------------------------------ expressions
 
     def expr(self, e) -> ir.Value:
+        """The LLVM value of the expression `e`, emitted at the builder's position."""
         b = self.builder
         match e:
             case E.IntImm(value=v, dtype=dt):
@@ -366,14 +344,14 @@ class CodeGenLLVM:
                 ty = llvm_type(e.dtype)
                 steps = ir.Constant(ty, [ir.Constant(ty.element, k) for k in range(n)])
                 if not (isinstance(stride, E.IntImm) and stride.value == 1):
-                    steps = b.mul(steps, self._splat(self.expr(stride), n))
-                return b.add(self._splat(self.expr(base), n), steps)
+                    steps = b.mul(steps, splat(b, self.expr(stride), n))
+                return b.add(splat(b, self.expr(base), n), steps)
             case Broadcast(value=v, lanes=n):
-                return self._splat(self.expr(v), n)
+                return splat(b, self.expr(v), n)
             case Load():
                 return self._load(e)
             case E.Cast(dtype=dt, value=v):
-                return self._cast(self.expr(v), v.dtype, dt)
+                return cast(b, self.expr(v), v.dtype, dt)
             case E.Not(a=a):
                 return b.not_(self.expr(a))
             case E.And(a=x, b=y):
@@ -381,84 +359,19 @@ class CodeGenLLVM:
             case E.Or(a=x, b=y):
                 return b.or_(self.expr(x), self.expr(y))
             case E.CmpOp(a=x, b=y):
-                return self._compare(type(e), self.expr(x), self.expr(y), x.dtype)
+                return compare(b, type(e), self.expr(x), self.expr(y), x.dtype)
             case E.BinaryOp(a=x, b=y):
-                return self._binary(type(e), self.expr(x), self.expr(y), e.dtype)
+                return binary(b, type(e), self.expr(x), self.expr(y), e.dtype, self.fname)
             case E.Select(condition=c, true_value=t, false_value=f):
                 return self._select(c, t, f)
             case E.Call(name=name, args=args, dtype=dt):
-                return self._call(name, [self.expr(a) for a in args], dt)
+                return math_call(b, name, [self.expr(a) for a in args], dt, self.fname)
             case E.Let(var=v, value=val, body=body):
                 self.env[v] = self.expr(val)
                 out = self.expr(body)
                 del self.env[v]
                 return out
         raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
-
-    def _splat(self, v: ir.Value, n: int) -> ir.Value:
-        vec = ir.VectorType(v.type, n)
-        one = self.builder.insert_element(ir.Constant(vec, None), v, I32(0))
-        return self.builder.shuffle_vector(one, ir.Constant(vec, None),
-                                           ir.Constant(ir.VectorType(I32, n), [I32(0)] * n))
-
-    def _cast(self, v: ir.Value, src: str, dst: str) -> ir.Value:
-        b, ty = self.builder, llvm_type(dst)
-        s, d = E.element(src), E.element(dst)
-        if s == d:
-            return v
-        if d == "bool":
-            zero = ir.Constant(v.type, None)
-            compare = b.fcmp_unordered if E.is_float(s) else b.icmp_unsigned
-            return compare("!=", v, zero)
-        if s == "bool":
-            return b.uitofp(v, ty) if E.is_float(d) else b.zext(v, ty)
-        if E.is_float(s) and E.is_float(d):
-            return b.fpext(v, ty) if E.bits(d) > E.bits(s) else b.fptrunc(v, ty)
-        if E.is_float(s):
-            return b.fptosi(v, ty)
-        if E.is_float(d):
-            return b.sitofp(v, ty)
-        return b.sext(v, ty) if E.bits(d) > E.bits(s) else b.trunc(v, ty)
-
-    def _compare(self, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
-        if E.is_float(dtype):
-            if cls is E.NE:
-                return self.builder.fcmp_unordered("!=", x, y)
-            return self.builder.fcmp_ordered(_ICMP[cls], x, y)
-        if E.element(dtype) == "bool":
-            return self.builder.icmp_unsigned(_ICMP[cls], x, y)
-        return self.builder.icmp_signed(_ICMP[cls], x, y)
-
-    def _binary(self, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
-        b = self.builder
-        if E.is_float(dtype):
-            match cls:
-                case E.Add: return b.fadd(x, y, flags=_FAST)
-                case E.Sub: return b.fsub(x, y, flags=_FAST)
-                case E.Mul: return b.fmul(x, y, flags=_FAST)
-                case E.Div: return b.fdiv(x, y)
-                case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
-                case E.Max: return b.select(b.fcmp_ordered(">", x, y), x, y)
-        else:
-            match cls:
-                case E.Add: return b.add(x, y, flags=("nsw",))
-                case E.Sub: return b.sub(x, y, flags=("nsw",))
-                case E.Mul: return b.mul(x, y, flags=("nsw",))
-                case E.Min: return b.select(b.icmp_signed("<", x, y), x, y)
-                case E.Max: return b.select(b.icmp_signed(">", x, y), x, y)
-                case E.TruncDiv: return b.sdiv(x, y)
-                case E.TruncMod: return b.srem(x, y)
-                case E.FloorDiv | E.FloorMod:
-                    q, r = b.sdiv(x, y), b.srem(x, y)
-                    zero = ir.Constant(x.type, None)
-                    # Round toward minus infinity: fix up when the remainder's sign
-                    # differs from the divisor's.
-                    fix = b.and_(b.icmp_signed("!=", r, zero),
-                                 b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
-                    if cls is E.FloorDiv:
-                        return b.sub(q, b.zext(fix, x.type))
-                    return b.add(r, b.select(fix, y, zero))
-        raise BuildError(f"{self.fname}: no code generation for {cls.__name__} on {dtype}")
 
     def _select(self, c, t, f) -> ir.Value:
         b = self.builder
@@ -482,23 +395,5 @@ class CodeGenLLVM:
         phi.add_incoming(fv, f_end)
         return phi
 
-    def _call(self, name: str, args: list, dtype: str) -> ir.Value:
-        b, ty = self.builder, llvm_type(dtype)
-        elem = E.element(dtype)
-        if name == "sigmoid":
-            one = ir.Constant(ty, 1.0) if E.lanes(dtype) == 1 else \
-                ir.Constant(ty, [ir.Constant(ty.element, 1.0)] * E.lanes(dtype))
-            neg = b.fneg(args[0])
-            return b.fdiv(one, b.fadd(one, self._call("exp", [neg], dtype)))
-        if name == "abs" and not E.is_float(elem):
-            x = args[0]
-            return b.select(b.icmp_signed("<", x, ir.Constant(ty, None)), b.neg(x), x)
-        if name not in _INTRINSICS or not E.is_float(elem):
-            raise BuildError(f"{self.fname}: no code generation for {name} on {dtype}")
-        n = E.lanes(dtype)
-        suffix = _SUFFIX[elem] if n == 1 else f"v{n}{_SUFFIX[elem]}"
-        fn = self._declare(f"llvm.{_INTRINSICS[name]}.{suffix}", ty, [ty] * len(args))
-        return b.call(fn, args)
 
-
-__all__ = ["CodeGenLLVM", "llvm_type", "STACK_LIMIT"]
+__all__ = ["CodeGenLLVM", "STACK_LIMIT"]

@@ -8,7 +8,7 @@ them (Relay's relay.build and its graph executor).
 The passes run under the current PassContext: the parameters bound as constants,
 SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again. With
 `external` codegens (Bring Your Own Codegen: "cblas", "ccompiler", or any registered
-with compiler.codegen.register_external), AnnotateTarget with them in order of
+with compiler.graph.external.register_external), AnnotateTarget with them in order of
 preference, MergeCompilerRegions and PartitionGraph follow: each region becomes a
 function that its codegen compiles into a runtime module of its own, and the passes
 after see only the graph's own ops. Then AlterOpLayout (opt_level 3: convolutions into
@@ -36,9 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..build import built_ir
-from ..codegen import cblas, ccompiler  # noqa: F401  (the built-in external codegens)
 from ..codegen.compile import compile_graph
-from ..codegen.external import get_external
 from ..errors import BuildError
 from ..ir.module import IRModule
 from ..runtime.graph_executor import GraphExecutor
@@ -46,6 +44,7 @@ from ..target import Target
 from ..transform.pass_infra import Sequential
 from .bind import bind_params
 from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .external import get_external
 from .functor import ExprMutator, post_order
 from .lower import lower_function
 from .ty import TensorType, TupleType

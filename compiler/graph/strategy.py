@@ -17,7 +17,9 @@ Who registers: every entry point of the group "autosched.strategies" (a callable
 calls register_strategy), loaded once per process on the first select_implementation.
 An entry point is how a build finds the template package without the user importing
 it and without an import from the compiler upwards; the template package's own entry
-point is `search_spaces.strategies:register`.
+point is `search_spaces.strategies:register`. When the group has no entry point at all
+(the package was not installed with its metadata), the first build warns once
+(NoStrategiesWarning) instead of quietly scheduling every kernel with compiler.ops.
 
 Probing: a pass that must choose between implementations of one op before the build
 (AlterOpLayout: keep a convolution in NCHW or pack it; AnnotateTarget: give a dense to
@@ -30,6 +32,7 @@ it wins.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,8 +40,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
 from ..errors import BuildError
+from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule
-from ..te.tensor import Tensor
 from .expr import Call
 
 ENTRY_POINT_GROUP = "autosched.strategies"
@@ -50,6 +53,11 @@ NO_TEMPLATE = {"template": None, "workload": None, "config": None, "fallback": N
 class StrategyError(BuildError):
     """An entry point of "autosched.strategies" failed to load or to register; the
     message names it."""
+
+
+class NoStrategiesWarning(UserWarning):
+    """No entry point of "autosched.strategies" is installed: no template schedules a
+    kernel, which a user expecting tuned kernels must hear about."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,12 +124,20 @@ def register_strategy(op_name: str, fn: Callable[[Call], Implementation | None],
 def load_strategies() -> None:
     """Call every entry point of ENTRY_POINT_GROUP not loaded yet (once per process; the
     first select_implementation does it). A StrategyError names an entry point that
-    fails, and it is tried again on the next call."""
+    fails, and it is tried again on the next call; a group without any entry point is a
+    NoStrategiesWarning, once."""
     global _all_loaded
     if _all_loaded:
         return
     with _lock:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found = entry_points(group=ENTRY_POINT_GROUP)
+        if not found:
+            warnings.warn(f"no entry point of the group {ENTRY_POINT_GROUP!r} is installed: "
+                          "no template (nor a tuned config of one) schedules a kernel, "
+                          "every kernel gets compiler.ops' default schedules (install the "
+                          "autosched package, e.g. pip install -e ., to register its "
+                          "templates)", NoStrategiesWarning, stacklevel=3)
+        for ep in found:
             key = f"{ep.name} = {ep.value}"
             if key in _loaded:
                 continue

@@ -1,15 +1,14 @@
 """Range: an integer interval [min, min + extent), as loops, axes and regions state it.
 
-It is a node (functor.py walks and rewrites its bounds), but it sits apart from
-expr.py because `Range.make` simplifies the extent, and the simplifier (compiler/arith)
-is built on expr.py.
+It is a node (functor.py walks and rewrites its bounds). `Range.make` folds a constant
+extent only: the simplifier (compiler/arith) stands on this floor, and the floors above
+(bound inference) simplify symbolic extents.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arith.simplify import simplify
-from .expr import Expr, convert
+from .expr import Expr, IntImm, const, convert
 from .node import Node
 
 
@@ -22,8 +21,13 @@ class Range(Node):
     @staticmethod
     def make(lo, hi) -> Range:
         """The range [lo, hi), as reduce_axis((lo, hi)) states it."""
-        lo = convert(lo)
-        return Range(lo, simplify(convert(hi) - lo))
+        lo, hi = convert(lo), convert(hi)
+        extent = hi - lo
+        if isinstance(lo, IntImm) and isinstance(hi, IntImm):
+            extent = const(hi.value - lo.value, extent.dtype)
+        elif isinstance(lo, IntImm) and lo.value == 0:
+            extent = hi
+        return Range(lo, extent)
 
     def __str__(self):
         return f"range(min={self.min}, ext={self.extent})"

@@ -2,7 +2,7 @@
 
 They sit apart from expr.py because a reducer combines two values by substituting them
 into its `result`, which needs the walkers of functor.py, and functor.py needs expr.py.
-The reducers users call (te.sum, te.max, te.comm_reducer) are made in compiler/te.
+The reducers users call (te.sum, te.max, te.comm_reducer) are made in compiler/lang.
 """
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..arith.simplify import simplify
-from .expr import Expr, Var, const
+from .expr import Expr, IntImm, Var, const, convert
 from .node import Node, node, text
 
 SERIAL, PARALLEL, VECTORIZED, UNROLLED = "serial", "parallel", "vectorized", "unrolled"
@@ -33,11 +32,18 @@ class Buffer:
 
     @property
     def elements(self) -> Expr:
-        """The number of elements: the product of the shape, simplified."""
-        total = const(1)
-        for d in self.shape:
-            total = total * d
-        return simplify(total)
+        """The number of elements: the product of the shape, its constant dimensions
+        folded (an Allocate's size; the dimensions come simplified from the pass that
+        made the buffer, as the simplifier, compiler/arith, stands on this floor)."""
+        count, symbolic = 1, None
+        for d in map(convert, self.shape):
+            if isinstance(d, IntImm):
+                count *= d.value
+            else:
+                symbolic = d if symbolic is None else symbolic * d
+        if symbolic is None or count == 0:
+            return const(count)
+        return symbolic if count == 1 else symbolic * count
 
     def __repr__(self):
         return f"Buffer({self.name}, {self.dtype}, {list(map(str, self.shape))})"

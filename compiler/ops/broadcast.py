@@ -7,7 +7,7 @@ different dtypes are promoted as te promotes them (int with float gives the floa
 from __future__ import annotations
 
 from .. import te
-from ..te.tensor import Tensor
+from ..lang.tensor import Tensor
 from .pattern import OpPattern, register_pattern
 from .shape import (OpError, broadcast_index, broadcast_shape, check_tensor, dims_equal,
                     normalize_axis, shape_str)

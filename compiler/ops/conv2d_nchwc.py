@@ -21,8 +21,8 @@ stage of its own, computed in parallel.
 from __future__ import annotations
 
 from .. import te
+from ..lang.tensor import ComputeOp, Tensor
 from ..schedule.schedule import Schedule, create_schedule
-from ..te.tensor import ComputeOp, Tensor
 from .pad import pad_hw
 from .pattern import OpPattern, register_pattern
 from .shape import OpError, check_tensor, largest_divisor, shape_str, static_shape, window2d

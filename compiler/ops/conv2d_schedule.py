@@ -12,9 +12,9 @@ output; the padded input is a stage of its own, computed in parallel.
 """
 from __future__ import annotations
 
+from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule, create_schedule
 from ..target import Target
-from ..te.tensor import Tensor
 from .shape import get_const_tuple, largest_divisor
 from .tail import inline_tail
 

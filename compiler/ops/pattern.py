@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from enum import IntEnum
 
-from ..te.tensor import ComputeOp, Tensor
+from ..lang.tensor import ComputeOp, Tensor
 
 
 class OpPattern(IntEnum):

@@ -24,11 +24,11 @@ from ..ir import expr as E
 from ..ir.expr import ProducerLoad
 from ..ir.functor import children, collect
 from ..ir.reduce import Reduce
+from ..lang.tensor import Tensor
 from ..schedule.graph import StageGraph
 from ..schedule.schedule import Schedule, create_schedule
 from ..schedule.stage import Stage
 from ..target import Target
-from ..te.tensor import Tensor
 from .pattern import OpPattern, pattern_kind
 from .shape import static
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import Expr, IntImm
-from ..te.tensor import Tensor
+from ..lang.tensor import Tensor
 
 
 class OpError(ValueError):

@@ -6,8 +6,8 @@ accumulator is stored once, through the whole tail."""
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..lang.tensor import ComputeOp, Tensor
 from ..schedule.schedule import Schedule
-from ..te.tensor import ComputeOp, Tensor
 
 
 def find_anchor(out: Tensor, tag: str) -> Tensor:

@@ -24,7 +24,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.functor import collect
 from ..ir.range import Range
-from ..te.tensor import IterVar
+from ..lang.tensor import IterVar
 from .graph import StageGraph
 from .relations import Fuse, Rebase, Shift, Split
 from .stage import SCOPE, Stage

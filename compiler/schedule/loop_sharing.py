@@ -26,7 +26,7 @@ from ..arith.simplify import INF, const_bound, loop_bounds, simplify
 from ..errors import ScheduleError
 from ..ir.functor import substitute
 from ..ir.stmt import PARALLEL
-from ..te.tensor import REDUCE
+from ..lang.tensor import REDUCE
 from .relations import pass_down_index, pass_up_index
 from .stage import ROOT, SCOPE, Stage
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..arith.simplify import loop_bounds, simplify
 from ..ir import expr as E
-from ..te.tensor import IterVar
+from ..lang.tensor import IterVar
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,7 @@ from ..errors import ScheduleError
 from ..ir.expr import ProducerLoad, Var
 from ..ir.functor import substitute, transform
 from ..ir.range import Range
-from ..te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor, compute
+from ..lang.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor, compute
 from .relations import Rebase
 from .stage import Stage
 

@@ -18,7 +18,7 @@ from ..ir.expr import ProducerLoad
 from ..ir.functor import free_vars, substitute
 from ..ir.reduce import Reduce
 from ..ir.stmt import SERIAL, For, IfThenElse, ProducerStore, Realize, Stmt, seq
-from ..te.tensor import REDUCE, IterVar
+from ..lang.tensor import REDUCE, IterVar
 from .bound import BoundContext
 from .loop_sharing import SharedLoop, StageItem, check_dependences, top_level_items
 from .relations import pass_up_index

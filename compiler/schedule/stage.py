@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..ir.expr import IntImm, Var
 from ..ir.stmt import PARALLEL, UNROLLED, VECTORIZED
-from ..te.tensor import REDUCE, ComputeOp, IterVar
+from ..lang.tensor import REDUCE, ComputeOp, IterVar
 from .relations import Fuse, Shift, Split
 from .storage_map import storage_map
 

@@ -1,6 +1,6 @@
 """Bring Your Own Codegen, built and run (compiler/graph/build.py with `external`,
-codegen/ccompiler.py, codegen/cblas.py, runtime/c_source_module.py,
-runtime/cblas_module.py): the reference's C source for its example; every op the C
+contrib/ccompiler.py, contrib/cblas.py, contrib/c_source_module.py,
+contrib/cblas_module.py): the reference's C source for its example; every op the C
 codegen claims, on odd shapes and seeded random attributes, against numpy; OpenBLAS's
 gemms and a region of two with a buffer between; a function with two outputs; imported
 models with cblas and ccompiler parts against ONNX Runtime; export, then load in a fresh
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from compiler import graph
-from compiler.codegen import register_external
-from compiler.codegen.ccompiler import ccompiler as ccompiler_codegen
+from compiler.contrib.ccompiler import ccompiler as ccompiler_codegen
 from compiler.errors import BuildError
 from compiler.frontend import from_onnx
+from compiler.graph.external import register_external
 from compiler.graph.op import register_op_attr
 from compiler.graph.reference import evaluate
 from test_onnx_frontend import MODELS, input_and_expected
@@ -268,7 +268,7 @@ def test_an_unknown_codegen_is_a_build_error_naming_it():
 def test_the_c_is_compiled_for_the_build_target(tmp_path, monkeypatch):
     """-march follows the target's CPU (an artifact built for another CPU must not use the
     build host's instructions); the host's target compiles with -march=native."""
-    from compiler.runtime.c_source_module import c_compiler
+    from compiler.contrib.c_source_module import c_compiler
     log, wrapper = tmp_path / "cc.log", tmp_path / "cc-logged"
     wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {c_compiler()} "$@"\n')
     wrapper.chmod(0o755)
@@ -286,7 +286,7 @@ def test_the_c_is_compiled_for_the_build_target(tmp_path, monkeypatch):
 
 def test_march_follows_the_target_and_falls_back_to_its_x86_level():
     from compiler import Target
-    from compiler.runtime.c_source_module import march_options
+    from compiler.contrib.c_source_module import march_options
     assert march_options() == [["-march=native"]]
     with Target("llvm"):
         assert march_options() == [["-march=native"]]

@@ -2,7 +2,8 @@
 function's anchor scheduled by its template under the dispatch context, its tail in the
 same kernel, checked against numpy on odd shapes with the fallback and with sampled
 configs; what the kernel's info says; attrs no template covers left to compiler.ops; the
-entry point found without importing search_spaces; a broken entry point named."""
+entry point found without importing search_spaces; a broken entry point named; a missing
+one warned of, once."""
 from __future__ import annotations
 
 import os
@@ -20,8 +21,9 @@ from compiler.graph.expr import Call, Function
 from compiler.graph.functor import post_order
 from compiler.graph.lower import lower_function
 from compiler.graph.reference import evaluate
-from compiler.graph.strategy import (Implementation, StrategyError, register_strategy,
-                                     select_implementation)
+from compiler.graph import strategy
+from compiler.graph.strategy import (Implementation, NoStrategiesWarning, StrategyError,
+                                     register_strategy, select_implementation)
 from compiler.ops import OpPattern, default_schedule, relu
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
@@ -209,6 +211,21 @@ def test_a_broken_entry_point_is_an_error_naming_it(tmp_path):
     assert done.returncode != 0
     assert StrategyError.__name__ in done.stderr
     assert "broken = no_such_module_here:register" in done.stderr
+
+
+def test_a_build_without_the_entry_point_warns_once_naming_the_group(monkeypatch):
+    monkeypatch.setattr(strategy, "entry_points", lambda group: [])
+    monkeypatch.setattr(strategy, "_all_loaded", False)
+    x = graph.var("x", shape=(4, 8))
+    fn = graph.Function([x], graph.nn.relu(graph.nn.dense(x, graph.const(
+        rng.standard_normal((5, 8)).astype("float32")))))
+    with pytest.warns(NoStrategiesWarning) as caught:
+        for _ in range(2):
+            graph.build(graph.IRModule.from_expr(fn))
+    mine = [w for w in caught if issubclass(w.category, NoStrategiesWarning)]
+    assert len(mine) == 1
+    assert "no entry point of the group 'autosched.strategies'" in str(mine[0].message)
+    assert "every kernel gets compiler.ops' default schedules" in str(mine[0].message)
 
 
 def test_an_mlp_from_onnx_gets_the_dense_and_matmul_templates():

@@ -12,6 +12,7 @@ import typing
 
 import click
 
+from compiler.graph.external import external_codegens
 from records import Database, RecordsError
 from search_spaces import (AnnotateEntity, OtherOptionEntity, ReorderEntity, SpaceError,
                            SplitEntity, get_template)
@@ -77,8 +78,6 @@ def _externals(_ctx, _param, text) -> list[str]:
     """--external cblas,ccompiler as ["cblas", "ccompiler"], each a registered codegen."""
     if not text:
         return []
-    from compiler import graph  # noqa: F401  (the build registers the built-in codegens)
-    from compiler.codegen import external_codegens
     names = [n.strip() for n in text.split(",") if n.strip()]
     for name in names:
         if name not in external_codegens():

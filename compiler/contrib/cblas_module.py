@@ -2,7 +2,7 @@
 reference's custom runtime module, ExampleJSON's idea: the codegen writes a small JSON
 description, and this module turns it into code when it is made or loaded).
 
-The description (codegen/cblas.py writes it):
+The description (cblas.py writes it):
 
     {"args": [[M, K], [N, K]], "outputs": [[M, N]], "buffers": [],
      "gemms": [{"a": ["arg", 0], "b": ["arg", 1], "c": ["out", 0], "batch": 1,
@@ -34,8 +34,8 @@ from llvmlite import ir
 
 from ..errors import BuildError
 from ..llvm_target import optimize, target_machine
+from ..runtime.external import ExternalModule
 from ..target import host_target
-from .external import ExternalModule, register_library, register_loader
 
 SGEMM, SGEMV = "scipy_cblas_sgemm", "scipy_cblas_sgemv"
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -70,6 +70,8 @@ def _load_permanently(path: str) -> None:
 
 
 class CblasModule(ExternalModule):
+    """A function of gemms, from its description, JIT-compiled into calls of OpenBLAS
+    (see the module docstring)."""
     type_key = "cblas"
 
     def __init__(self, symbol: str, spec: dict):
@@ -160,7 +162,3 @@ def gemm_module(symbol: str, spec: dict) -> ir.Module:
             for i in range(count)]
     pb.ret(pb.call(fn, args))
     return module
-
-
-register_loader(CblasModule.type_key, CblasModule.load)
-register_library(b"scipy_cblas_", lambda: openblas_library("a module calling cblas"))

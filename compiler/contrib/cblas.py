@@ -1,5 +1,5 @@
 """cblas: the external codegen that sends dense, matmul, batch_matmul and 1x1
-convolutions to OpenBLAS's `cblas_sgemm` (runtime/cblas_module.py runs it).
+convolutions to OpenBLAS's `cblas_sgemm` (cblas_module.py runs it).
 
 A function given to "cblas" is a DAG of those ops (MergeCompilerRegions joins one that
 feeds another); each becomes one gemm of the module's description, reading the
@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codegen.compile import optimized_text
+from ..codegen.llvm import CodeGenLLVM
 from ..errors import BuildError
 from ..graph.alter_op_layout import altered_forms
 from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import post_order
-from ..graph.op.nn import dense as _nn_registered  # noqa: F401  (the ops the checks
-from ..graph.op import Op, register_op_attr                 # hang on)
+from ..graph.op import Op
 from ..graph.strategy import library_wins
 from ..graph.ty import TensorType
-from ..runtime.cblas_module import CblasModule, gemm_module
-from .compile import optimized_text
-from .llvm import CodeGenLLVM
-from .external import register_external
+from .cblas_module import CblasModule, gemm_module
 
 TARGET = "cblas"
 SUPPORTED = ("nn.dense", "matmul", "nn.batch_matmul", "nn.conv2d")
@@ -63,10 +61,6 @@ def _forms(call: Call) -> list[Call]:
     return [call, *altered_forms(call)]
 
 
-for _name in SUPPORTED:
-    register_op_attr(_name, f"target.{TARGET}", takes)
-
-
 def gemm_of(call: Call) -> dict:
     """The gemm of one call: batch, m, n, k, which operand is transposed, and for a 1x1
     convolution (out[n] = weight x data[n]) that its operands swap ("operands": the
@@ -89,7 +83,7 @@ def gemm_of(call: Call) -> dict:
 
 
 def describe(func: Function, symbol: str) -> dict:
-    """The CblasModule description of `func` (see runtime/cblas_module.py)."""
+    """The CblasModule description of `func` (see cblas_module.py)."""
     outs = list(func.body.fields) if isinstance(func.body, Tuple) else [func.body]
     ref = {id(p): ["arg", k] for k, p in enumerate(func.params)}
     for i, o in enumerate(outs):
@@ -121,9 +115,6 @@ def describe(func: Function, symbol: str) -> dict:
 def cblas(func: Function, symbol: str) -> CblasModule:
     """The external codegen: `func` as calls of cblas_sgemm."""
     return CblasModule(symbol, describe(func, symbol))
-
-
-register_external(TARGET, cblas)
 
 
 def library_object(symbol: str, gemm: dict, params: list[dict], target) -> bytes:

@@ -17,8 +17,8 @@ import tempfile
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
+from ..runtime.external import ExternalModule
 from ..target import Target
-from .external import ExternalModule, register_loader
 
 CFLAGS = ["-O3", "-fPIC", "-shared", "-fno-math-errno"]
 
@@ -56,6 +56,8 @@ def c_compiler() -> str | None:
 
 
 class CSourceModule(ExternalModule):
+    """A function's C source and the shared library compiled from it, loaded (see the
+    module docstring)."""
     type_key = "c"
 
     def __init__(self, symbol: str, source: str, library: bytes):
@@ -120,6 +122,3 @@ class CSourceModule(ExternalModule):
     def load(cls, symbol: str, data: bytes) -> CSourceModule:
         n = int.from_bytes(data[:8], "little")
         return cls(symbol, data[8:8 + n].decode(), data[8 + n:])
-
-
-register_loader(CSourceModule.type_key, CSourceModule.load)

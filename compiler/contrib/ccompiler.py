@@ -22,13 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuildError
-from ..graph.op.nn import conv2d as _nn_registered  # noqa: F401  (the ops the checks
-from ..graph.op.tensor import add as _tensor_ops_registered  # noqa: F401  hang on)
 from ..graph.expr import Call, Constant, Function, Tuple, Var
-from ..graph.op import Op, register_op_attr
+from ..graph.op import Op
 from ..graph.ty import TensorType
-from ..runtime.c_source_module import CSourceModule
-from .external import register_external
+from .c_source_module import CSourceModule
 
 TARGET = "ccompiler"
 
@@ -64,16 +61,9 @@ def takes(call: Call) -> bool:
     return call.ty.ndim > 0  # a scalar op is not worth a C function (and has no loops)
 
 
-for _name in SUPPORTED:
-    register_op_attr(_name, f"target.{TARGET}", takes)
-
-
 def ccompiler(func: Function, symbol: str) -> CSourceModule:
     """The external codegen: `func`'s C source, compiled (see the module docstring)."""
     return CSourceModule.create(symbol, c_source(func, symbol))
-
-
-register_external(TARGET, ccompiler)
 
 HEADER = """\
 #include <stdint.h>

@@ -1,0 +1,140 @@
+"""The LLVM instructions of one operation of the loop IR, on values already emitted: the
+types of dtypes, casts, comparisons, arithmetic (floor division and modulo rounding
+toward minus infinity), broadcasts and math intrinsics. They need an IRBuilder and no
+state of the walk over the IR, which is CodeGenLLVM's (llvm.py).
+
+Float multiply and add carry the `contract` flag, which lets LLVM fuse them into FMA
+instructions, as C compilers do by default.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..errors import BuildError
+from ..ir import expr as E
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+_SCALAR = {"bool": I1, "int8": I8, "int32": I32, "int64": I64,
+           "float32": ir.FloatType(), "float64": ir.DoubleType()}
+_SUFFIX = {"float32": "f32", "float64": "f64"}
+_FAST = ("contract",)
+_ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
+_INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
+               "abs": "fabs", "pow": "pow", "tanh": "tanh"}
+
+
+def llvm_type(dtype: str, memory: bool = False) -> ir.Type:
+    """LLVM type of a (vector) dtype; in memory a bool takes a byte, as numpy stores it."""
+    base = _SCALAR[E.element(dtype)]
+    if memory and base is I1:
+        base = I8
+    n = E.lanes(dtype)
+    return base if n == 1 else ir.VectorType(base, n)
+
+
+def elem_bytes(dtype: str) -> int:
+    """The bytes of one element in memory (a bool takes one)."""
+    return max(1, E.bits(dtype) // 8)
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+    """The function `name` of `module`, declared on first use."""
+    g = module.globals.get(name)
+    return g if g is not None else ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def splat(b: ir.IRBuilder, v: ir.Value, n: int) -> ir.Value:
+    """The scalar `v` in every one of `n` lanes."""
+    vec = ir.VectorType(v.type, n)
+    one = b.insert_element(ir.Constant(vec, None), v, I32(0))
+    return b.shuffle_vector(one, ir.Constant(vec, None),
+                            ir.Constant(ir.VectorType(I32, n), [I32(0)] * n))
+
+
+def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
+    """`v` of dtype `src` as dtype `dst` (to bool: whether it is nonzero)."""
+    ty = llvm_type(dst)
+    s, d = E.element(src), E.element(dst)
+    if s == d:
+        return v
+    if d == "bool":
+        zero = ir.Constant(v.type, None)
+        compare_ = b.fcmp_unordered if E.is_float(s) else b.icmp_unsigned
+        return compare_("!=", v, zero)
+    if s == "bool":
+        return b.uitofp(v, ty) if E.is_float(d) else b.zext(v, ty)
+    if E.is_float(s) and E.is_float(d):
+        return b.fpext(v, ty) if E.bits(d) > E.bits(s) else b.fptrunc(v, ty)
+    if E.is_float(s):
+        return b.fptosi(v, ty)
+    if E.is_float(d):
+        return b.sitofp(v, ty)
+    return b.sext(v, ty) if E.bits(d) > E.bits(s) else b.trunc(v, ty)
+
+
+def compare(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """The comparison node class `cls` (E.LT, ...) of operands of dtype `dtype`; a float
+    != is true on NaN, as in C."""
+    if E.is_float(dtype):
+        if cls is E.NE:
+            return b.fcmp_unordered("!=", x, y)
+        return b.fcmp_ordered(_ICMP[cls], x, y)
+    if E.element(dtype) == "bool":
+        return b.icmp_unsigned(_ICMP[cls], x, y)
+    return b.icmp_signed(_ICMP[cls], x, y)
+
+
+def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
+           where: str) -> ir.Value:
+    """The arithmetic node class `cls` (E.Add, E.FloorDiv, ...) on `dtype`; a BuildError
+    naming the function `where` for a pair no instruction computes."""
+    if E.is_float(dtype):
+        match cls:
+            case E.Add: return b.fadd(x, y, flags=_FAST)
+            case E.Sub: return b.fsub(x, y, flags=_FAST)
+            case E.Mul: return b.fmul(x, y, flags=_FAST)
+            case E.Div: return b.fdiv(x, y)
+            case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
+            case E.Max: return b.select(b.fcmp_ordered(">", x, y), x, y)
+    else:
+        match cls:
+            case E.Add: return b.add(x, y, flags=("nsw",))
+            case E.Sub: return b.sub(x, y, flags=("nsw",))
+            case E.Mul: return b.mul(x, y, flags=("nsw",))
+            case E.Min: return b.select(b.icmp_signed("<", x, y), x, y)
+            case E.Max: return b.select(b.icmp_signed(">", x, y), x, y)
+            case E.TruncDiv: return b.sdiv(x, y)
+            case E.TruncMod: return b.srem(x, y)
+            case E.FloorDiv | E.FloorMod:
+                q, r = b.sdiv(x, y), b.srem(x, y)
+                zero = ir.Constant(x.type, None)
+                # Round toward minus infinity: fix up when the remainder's sign
+                # differs from the divisor's.
+                fix = b.and_(b.icmp_signed("!=", r, zero),
+                             b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+                if cls is E.FloorDiv:
+                    return b.sub(q, b.zext(fix, x.type))
+                return b.add(r, b.select(fix, y, zero))
+    raise BuildError(f"{where}: no code generation for {cls.__name__} on {dtype}")
+
+
+def math_call(b: ir.IRBuilder, name: str, args: list, dtype: str, where: str) -> ir.Value:
+    """The math function `name` (exp, sigmoid, abs, ...) of `args` on `dtype`, through
+    LLVM's intrinsics; a BuildError naming the function `where` for one it lacks."""
+    ty = llvm_type(dtype)
+    elem = E.element(dtype)
+    if name == "sigmoid":
+        one = ir.Constant(ty, 1.0) if E.lanes(dtype) == 1 else \
+            ir.Constant(ty, [ir.Constant(ty.element, 1.0)] * E.lanes(dtype))
+        neg = b.fneg(args[0])
+        return b.fdiv(one, b.fadd(one, math_call(b, "exp", [neg], dtype, where)))
+    if name == "abs" and not E.is_float(elem):
+        x = args[0]
+        return b.select(b.icmp_signed("<", x, ir.Constant(ty, None)), b.neg(x), x)
+    if name not in _INTRINSICS or not E.is_float(elem):
+        raise BuildError(f"{where}: no code generation for {name} on {dtype}")
+    n = E.lanes(dtype)
+    suffix = _SUFFIX[elem] if n == 1 else f"v{n}{_SUFFIX[elem]}"
+    fn = declare(b.module, f"llvm.{_INTRINSICS[name]}.{suffix}", ty, [ty] * len(args))
+    return b.call(fn, args)
