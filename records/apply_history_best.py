@@ -4,6 +4,11 @@ tuning log (AutoTVM's `ApplyHistoryBest`).
     with records.ApplyHistoryBest("tune.db"):
         s, args = search_spaces.instantiate("matmul", 1024, 1024, 1024)
 
+It is also the chooser of a graph build (compiler.graph.chooser): among a call's
+candidates it takes the one whose record is nearest the build's target (TIERS), then
+fastest; this is the one place where records are compared, for lowering, AlterOpLayout,
+the cblas codegen and `autosched log best` alike.
+
 Which record: the valid one (no error, a time) with the lowest mean cost among the
 records of the workload made with the template's current version, looked for in tiers:
 the same target, else the same CPU, else the same vector width (the ISA compatibility
@@ -19,9 +24,14 @@ import warnings
 
 import search_spaces
 from compiler import Target
+from compiler.graph.chooser import Choice, Report, default_choice
 
 from .database import Database
 from .errors import RecordsError
+
+TIERS = ("target", "cpu", "vector width")
+"""How near a record's target is to the build's, nearest first: the same target, the
+same CPU, the same vector width. Times are compared only within one tier."""
 
 
 class FallbackWarning(UserWarning):
@@ -29,20 +39,22 @@ class FallbackWarning(UserWarning):
 
 
 class ApplyHistoryBest(search_spaces.DispatchContext):
-    """`with ApplyHistoryBest(log, target="llvm"):` templates get the best config of the
-    tuning log for `target` (see the module docstring for which record that is).
+    """`with ApplyHistoryBest(log):` templates get the best config of the tuning log for
+    the target they are built for (see the module docstring for which record that is),
+    and a graph build's chooser picks among a call's candidates by their records.
 
     log: a path (opened as a records.Database, closed when the context is left) or an
         open records.Database (left open). A path that does not exist, is not SQLite or
         is not an autosched log is a RecordsError here, not at the first build.
-    target: the target the code is built for (a compiler.Target or a string); default
-        "llvm", this host.
+    target: the target the records are applied for (a compiler.Target or a string);
+        default None: the build's (the target a graph build chooses for, else
+        compiler.Target.current(), else "llvm", this host).
 
     A workload without a usable record is answered None (outer contexts, and finally
     the FallbackConfig, decide), with one FallbackWarning per workload.
     """
 
-    def __init__(self, log, target="llvm"):
+    def __init__(self, log, target=None):
         if isinstance(log, Database):
             self.database, self._owns = log, False
         else:
@@ -52,58 +64,88 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
                                    f"log and never creates one)")
             self.database, self._owns = Database(path), True
         self.path = self.database.path
-        self.target = Target(target)
-        self._best: dict[tuple, search_spaces.ConfigEntity | None] = {}
-        self._records: dict[tuple, object] = {}   # workload -> the Record applied
+        self.target = None if target is None else Target(target)
+        self._best: dict[tuple, object] = {}      # (workload, target) -> its best Record
+        self._applied: dict[tuple, Report] = {}   # workload -> the report of the one applied
+        self._warned: set[tuple] = set()
         self._depth = 0
+
+    def _target(self, target=None) -> Target:
+        return Target(target) if target is not None else self.target or \
+            Target.current() or Target("llvm")
+
+    def _record(self, workload: tuple, target: Target):
+        """The best usable record of `workload` for `target` (tiered), None without one;
+        each answer kept for the life of the context."""
+        key = (workload, str(target))
+        if key not in self._best:
+            self._best[key] = self.database.best_for_target(workload, target)
+        return self._best[key]
+
+    def report(self, workload, target=None) -> Report | None:
+        """What the log says of the best record of `workload` (template name, bound
+        arguments) for `target`, without applying or warning: a Report, or None."""
+        target = self._target(target)
+        record = self._record(getattr(workload, "workload", workload), target)
+        return None if record is None else self._said(record, target)
 
     def query(self, workload) -> search_spaces.ConfigEntity | None:
         """The best logged config of `workload` (template name, bound arguments) or of a
         task (anything with a `.workload`, as tuner.Task) for this context's target, or
         None when the log has no usable record of it."""
         workload = getattr(workload, "workload", workload)
-        if workload not in self._best:
-            record = self.database.best_for_target(workload, self.target)
-            config = None if record is None else record.config
-            if config is not None:
-                self._records[workload] = record
-            if config is None:
-                name, args = workload
-                warnings.warn(FallbackWarning(
-                    f"{name}{args}: {self.path} has no valid record of this workload made "
-                    f"with the current template version for target '{self.target}' (nor for "
-                    f"its CPU or vector width); the untuned fallback config is used, unless "
-                    f"an outer dispatch context gives one"), stacklevel=4)
-            self._best[workload] = config
-        return self._best[workload]
+        target = self._target()
+        record = self._record(workload, target)
+        if record is None or record.config is None:
+            self._warn(workload, target)
+            return None
+        self._applied[workload] = self._said(record, target)
+        return record.config
 
-    def describe(self, workload) -> dict | None:
-        """The record that `query` applies to `workload`: {"record": its id,
-        "record_seconds": its time (the confirmed one when confirmed), "record_gflops":
-        at that time, "confirmed": whether a confirmation ranked it, "tier": whose target
-        it was tuned for (see _said)}; None when it applies none."""
-        record = self._records.get(getattr(workload, "workload", workload))
-        return None if record is None else self._said(record)
+    def choose(self, candidates, target) -> Choice | None:
+        """Among `candidates`, the one whose best record is nearest the target (this
+        context's, else the build's `target`; by TIERS)
+        and, in that tier, fastest, with that record's config; None when none has a
+        record (the default then takes its fallback, and a FallbackWarning names its
+        workload when it is a kernel of the build)."""
+        target = self.target or target
+        logged = []
+        for i, c in enumerate(candidates):
+            record = None if c.workload is None else self._record(c.workload, target)
+            if record is not None and record.config is not None:
+                report = self._said(record, target)
+                logged.append(((TIERS.index(report.tier), report.seconds, i), c, record, report))
+        if not logged:
+            fallback = default_choice(candidates).candidate
+            if fallback.workload is not None and fallback.library is None:
+                self._warn(fallback.workload, target)
+            return None
+        _, best, record, report = min(logged, key=lambda found: found[0])
+        self._applied[best.workload] = report
+        return Choice(best, record.config, report)
 
-    def logged(self, workload) -> dict | None:
-        """What `describe` would say of `workload` had `query` applied its record, read
-        without applying, warning or remembering it (a build probing an implementation
-        it may not use, compiler.graph.strategy.probing); None when the log has no
-        usable record of it."""
-        workload = getattr(workload, "workload", workload)
-        record = self._records.get(workload)
-        if record is None and workload not in self._best:
-            record = self.database.best_for_target(workload, self.target)
-        return None if record is None else self._said(record)
+    def describe(self, workload) -> Report | None:
+        """The Report of the record this context applied to `workload` (by query or
+        choose), None when it applied none."""
+        return self._applied.get(getattr(workload, "workload", workload))
 
-    def _said(self, record) -> dict:
-        """describe's answer for `record`; "tier": how near its task's target is to this
-        context's: "target" (the same), "cpu" (the same CPU) or "vector width"."""
-        tier = "target" if record.target == str(self.target) else \
-            "cpu" if Target(record.target).mcpu == self.target.mcpu else "vector width"
-        return {"record": record.id, "record_seconds": record.cost,
-                "record_gflops": record.best_gflops, "confirmed": record.confirmed,
-                "tier": tier}
+    def _warn(self, workload: tuple, target: Target) -> None:
+        if workload in self._warned:
+            return
+        self._warned.add(workload)
+        name, args = workload
+        warnings.warn(FallbackWarning(
+            f"{name}{args}: {self.path} has no valid record of this workload made "
+            f"with the current template version for target '{target}' (nor for "
+            f"its CPU or vector width); the untuned fallback config is used, unless "
+            f"an outer dispatch context gives one"), stacklevel=5)
+
+    def _said(self, record, target: Target) -> Report:
+        """The Report of `record`; its tier: how near its task's target is to `target`:
+        "target" (the same), "cpu" (the same CPU) or "vector width"."""
+        tier = "target" if record.target == str(target) else \
+            "cpu" if Target(record.target).mcpu == target.mcpu else "vector width"
+        return Report(record.id, record.cost, record.best_gflops, record.confirmed, tier)
 
     def __enter__(self) -> ApplyHistoryBest:
         if self._owns and self.database is None:  # entered again after being left

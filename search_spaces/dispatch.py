@@ -3,64 +3,63 @@
 A workload is `(template name, arguments tuple)`. `instantiate(name, *args)` without a
 config asks the dispatch contexts entered on this thread, innermost first; the first
 answer that is not None wins, and when none answers the default FallbackContext gives
-the space's FallbackConfig. The records layer adds ApplyHistoryBest, a context that
-answers from the tuning log (it holds its target itself).
+the space's FallbackConfig. A dispatch context is also a chooser of the graph build
+(compiler.graph.chooser), on the same stack. The records layer adds ApplyHistoryBest,
+a context that answers from the tuning log.
 """
 from __future__ import annotations
 
-import threading
+from compiler.graph.chooser import Choice, Chooser, entered
 
 from .errors import SpaceError
 from .registry import get_template
 from .config_space import ConfigEntity
 
-_local = threading.local()
 
-
-def _stack() -> list[DispatchContext]:
-    """This thread's entered contexts, outermost first: one thread's `with` does not
-    change the configs another thread's templates get."""
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    return _local.stack
-
-
-class DispatchContext:
+class DispatchContext(Chooser):
     """Base of the contexts that choose configs; `with ctx:` makes `ctx` the innermost
-    one on this thread until the block ends. Subclasses implement `query`."""
+    one on this thread until the block ends (it is a compiler.graph.chooser.Chooser: a
+    graph build asks it which candidate implements a call). Subclasses implement
+    `query`."""
 
     def query(self, workload: tuple) -> ConfigEntity | None:
         """The config for `workload` (template name, arguments tuple), or None to leave
         the choice to the outer contexts and finally to the fallback."""
         raise NotImplementedError
 
-    def describe(self, workload: tuple) -> dict | None:
-        """What this context knows of the config it gives `workload`, as plain JSON for
-        a build's report (ApplyHistoryBest: the record, its time and GFLOPS), or None."""
+    def describe(self, workload: tuple):
+        """The Report (compiler.graph.chooser.Report) of the record this context applied
+        to `workload`, or None (ApplyHistoryBest has one)."""
         return None
 
-    def logged(self, workload: tuple) -> dict | None:
-        """What this context would tell of `workload` in `describe` if asked to apply
-        it, without applying, warning or remembering anything: how a build chooses
-        between two implementations of one op (compiler.graph.strategy.probing). None
-        (the default) when it knows nothing of the workload."""
-        return None
-
-    def __enter__(self) -> DispatchContext:
-        _stack().append(self)
-        return self
+    def choose(self, candidates, target) -> Choice | None:
+        """The first candidate of the highest priority that is a template, with the
+        config `query` gives its workload; None when it gives none."""
+        templates = [c for c in candidates if c.workload is not None]
+        if not templates:
+            return None
+        best = max(templates, key=lambda c: c.priority)
+        config = self.query(best.workload)
+        return None if config is None else Choice(best, config, self.describe(best.workload))
 
     def __exit__(self, *exc_info):
-        stack = _stack()
-        if not stack or stack[-1] is not self:
-            raise SpaceError("dispatch contexts must be left in the reverse order of entering")
-        stack.pop()
+        try:
+            super().__exit__(*exc_info)
+        except RuntimeError:
+            raise SpaceError("dispatch contexts must be left in the reverse order of "
+                             "entering") from None
 
     @staticmethod
     def current() -> DispatchContext:
         """The innermost context entered on this thread, else the default FallbackContext."""
         stack = _stack()
         return stack[-1] if stack else _DEFAULT
+
+
+def _stack() -> list[DispatchContext]:
+    """The dispatch contexts entered on this thread, outermost first (the choosers that
+    are dispatch contexts)."""
+    return [c for c in entered() if isinstance(c, DispatchContext)]
 
 
 class ApplyConfig(DispatchContext):
@@ -109,16 +108,6 @@ def dispatch_from(workload: tuple) -> tuple[ConfigEntity, DispatchContext]:
         if config is not None:
             return config, ctx
     return _DEFAULT.query(workload), _DEFAULT
-
-
-def logged(workload: tuple) -> dict | None:
-    """What the innermost context that knows anything of `workload` logged of it
-    (DispatchContext.logged), or None when none does."""
-    for ctx in reversed(_stack()):
-        found = ctx.logged(workload)
-        if found is not None:
-            return found
-    return None
 
 
 def instantiate(name: str, *args, config: ConfigEntity | None = None):

@@ -8,16 +8,14 @@ FLOPs), and `library` builds the object code of the library's kernel on those te
 instead of the schedule (tuner/builder.py). Tuning a model with the cblas codegen adds
 a task of the matching library template for each dense and matmul the library can
 compute (tuner/extract.py); the record it logs is the library's time, and at compile
-time the cblas codegen takes a workload only when that record beats the best tuned
-kernel's (compiler.graph.strategy.library_wins, through the strategies registered in
-strategies.py).
+time the cblas codegen takes a workload unless the chooser (records.ApplyHistoryBest)
+finds a tuned kernel's record better (compiler/graph/chooser.py, through the
+candidates registered in strategies.py).
 """
 from __future__ import annotations
 
 from compiler import te
 from compiler.contrib.cblas import library_object
-from compiler.graph.op.conv2d import BLOCKS
-from compiler.graph.op.nn import DENSE_PANELS
 
 from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference
@@ -102,39 +100,3 @@ def conv2d_1x1_cblas(cfg, N: int, C: int, H: int, W: int, K: int):
     out = te.compute((N, K, H, W), lambda n, o, y, x: te.sum(
         data[n, c, y, x] * weight[o, c, 0, 0], axis=c), name="out")
     return te.create_schedule(out.op), [data, weight, out]
-
-
-def rivals(name: str, args: tuple) -> tuple[tuple | None, list[tuple]]:
-    """(the library's workload, the tuned workloads it competes with) for a workload of
-    either side: dense_cblas(M, N, K) against dense(M, N, K) and the dense_pack(M, N, K,
-    block) that the build makes of a dense on constant weights; matmul_cblas(M, N, K)
-    against matmul(M, N, K, "float32"); conv2d_1x1_cblas(N, C, H, W, K) against
-    conv2d_nchw and the conv2d_nchwc that AlterOpLayout makes of a convolution whose data
-    comes in NCHW. (None, []) for a workload with no such pair."""
-    if name in ("dense", "dense_cblas") or name == "dense_pack":
-        M, N, K = args[:3]
-        block = next((b for b in DENSE_PANELS if N % b == 0), None)
-        tuned = [("dense", (M, N, K))] + ([("dense_pack", (M, N, K, block))] if block else [])
-        return ("dense_cblas", (M, N, K)), tuned
-    if name == "matmul_cblas" or (name == "matmul" and args[3:] in ((), ("float32",))):
-        M, N, K = args[:3]
-        return ("matmul_cblas", (M, N, K)), [("matmul", (M, N, K, "float32"))]
-    conv = _conv_1x1(name, args)
-    if conv is not None:
-        N, C, H, W, K = conv
-        tuned = [("conv2d_nchw", (N, C, H, W, K, 1, 1, 1, 0))]
-        block = next((b for b in BLOCKS if C % b == 0), C if C < min(BLOCKS) else None)
-        out_block = next((b for b in BLOCKS if K % b == 0), None)
-        if block and out_block:
-            tuned.append(("conv2d_nchwc", (N, C, H, W, K, 1, 1, 1, 0, block, out_block)))
-        return ("conv2d_1x1_cblas", conv), tuned
-    return None, []
-
-
-def _conv_1x1(name: str, args: tuple) -> tuple | None:
-    """(N, C, H, W, K) of a 1x1, stride 1, unpadded convolution's workload, else None."""
-    if name == "conv2d_1x1_cblas":
-        return tuple(args)
-    if name in ("conv2d_nchw", "conv2d_nchwc") and tuple(args[5:9]) == (1, 1, 1, 0):
-        return tuple(args[:5])
-    return None

@@ -1,6 +1,7 @@
-"""The templates as op strategies of the graph build (compiler/graph/strategy.py): a fused
-function whose anchor is nn.conv2d, nn.dense or matmul is scheduled by the matching
-template, with the config that the dispatch context gives for its workload.
+"""The templates as op strategies of the graph build (compiler/graph/strategy.py): a call
+of nn.conv2d, nn.dense or matmul has the matching template as a candidate, which the
+chooser (compiler/graph/chooser.py: the dispatch contexts, ApplyHistoryBest) picks with
+a config for its workload.
 
 `register` is the package's entry point (pyproject.toml, group "autosched.strategies"):
 the build loads it on its first kernel, so a user who never imports search_spaces still
@@ -17,7 +18,8 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.contrib_dense_pack               -> dense_pack(M, N, K, block)
     matmul, 2-D operands                -> matmul(M, N, K, dtype)
 
-and, for the cblas codegen to compare with them (library.py; probed only):
+and the library's candidates (library.py), which the chooser compares with them when a
+build is asked to use the cblas codegen:
 
     nn.dense, 2-D data                  -> dense_cblas(M, N, K)
     matmul, 2-D operands                -> matmul_cblas(M, N, K)
@@ -36,49 +38,41 @@ from compiler import ops, te
 from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
 from compiler.contrib.cblas import computes
 from compiler.graph.expr import Call
-from compiler.graph.strategy import Implementation, is_probing, register_strategy
+from compiler.graph.strategy import Candidate, register_strategy
 
-from .config_space import ConfigEntity
 from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
 from .depthwise_conv2d import schedule_depthwise_conv2d
-from .dispatch import dispatch_from, logged
 from .library import LIBRARY
 from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
 from .registry import get_template
 
 
-def _configured(name: str, args: tuple) -> tuple[tuple, ConfigEntity, dict]:
-    """The bound workload arguments of template `name`, the config the dispatch contexts
-    choose for them (checked to be a point of the template's space, as instantiate
-    does), and the `info` the build and its profile show (with what the choosing context
-    says of it: ApplyHistoryBest's record, its time and GFLOPS). Inside
-    compiler.graph.strategy.probing(): the fallback config, and what the contexts have
-    logged of the workload without applying it."""
+def _candidate(name: str, args: tuple, compute, schedule_anchor, tag: str) -> list[Candidate]:
+    """The candidate of template `name` on `args`: `compute(cfg, inputs)` makes the
+    anchor (tagged `tag`), `schedule_anchor(cfg, s, anchor, out)` schedules the kernel;
+    a config is checked to be a point of the template's space first, as instantiate
+    does."""
     tmpl = get_template(name)
     args = tmpl.bind(args)
-    if is_probing():  # what the log knows of it, and no config applied
-        cfg, said = tmpl.space(args).fallback(), logged((name, args))
-    else:
-        cfg, ctx = dispatch_from((name, args))
-        tmpl.space(args).check(cfg)
-        said = ctx.describe((name, args))
-    info = {"template": name, "workload": f"{name}{args!r}", "config": f"#{cfg.index}",
-            "fallback": bool(cfg.is_fallback), **(said or {})}
-    return args, cfg, info
+    space = tmpl.space(args)
 
+    def checked_compute(cfg, inputs):
+        space.check(cfg)
+        return compute(cfg, inputs)
 
-def _implementation(name: str, args: tuple, compute, schedule_anchor, tag: str):
-    """An Implementation of template `name` on `args`: `compute(cfg, inputs)` makes the
-    anchor (tagged `tag`), `schedule_anchor(cfg, s, anchor, out)` schedules the kernel."""
-    args, cfg, info = _configured(name, args)
-
-    def schedule(out: te.Tensor):
+    def schedule(cfg, out: te.Tensor, anchor: te.Tensor):
         s = te.create_schedule(out.op)
         schedule_anchor(cfg, s, ops.find_anchor(out, tag), out)
         return s
-    return Implementation(name, lambda inputs: compute(cfg, inputs), schedule, info,
-                          (name, args))
+    return [Candidate(name, (name, args), checked_compute, schedule, space.fallback,
+                      lambda cfg: _info(name, args, cfg))]
+
+
+def _info(name: str, args: tuple, cfg) -> dict:
+    """What the build's plan and profile show of template `name` on `args` with `cfg`."""
+    return {"template": name, "workload": f"{name}{args!r}", "config": f"#{cfg.index}",
+            "fallback": bool(cfg.is_fallback)}
 
 
 def _float32(call: Call) -> bool:
@@ -94,137 +88,137 @@ def _window(attrs) -> tuple[int, int] | None:
     return sh, pads[0]
 
 
-def _packed_conv2d(call: Call, window) -> Implementation | None:
+def _packed_conv2d(call: Call, window) -> list[Candidate]:
     """A conv2d in NCHW[x]c (after AlterOpLayout) with its weights packed -> the
     conv2d_nchwc template, or depthwise_conv2d_nchwc (one filter per channel)."""
     data, weight = (a.ty for a in call.args)
     if weight.ndim != 6:  # weights not packed at build time: compiler.ops packs them
-        return None
+        return []
     N, CB, H, W, bi = data.shape
     OB, _, R, S, _, bo = weight.shape
     C = CB * bi
     if call.attrs["groups"] == 1:
-        return _implementation(
+        return _candidate(
             "conv2d_nchwc", (N, C, H, W, OB * bo, R, S, *window, bi, bo),
             lambda cfg, ins: conv2d_nchwc(ins[0], ins[1], *window),
             schedule_conv2d_nchwc, "conv2d_nchwc")
     if call.attrs["groups"] == C == OB * bo and bi == bo:
-        return _implementation(
+        return _candidate(
             "depthwise_conv2d_nchwc", (N, C, H, W, R, S, *window, bi),
             lambda cfg, ins: depthwise_conv2d_nchwc(ins[0], ins[1], *window),
             schedule_conv2d_nchwc, "depthwise_conv2d_nchwc")
-    return None
+    return []
 
 
-def conv2d_strategy(call: Call) -> Implementation | None:
+def conv2d_strategy(call: Call, target) -> list[Candidate]:
     """nn.conv2d -> the conv2d_nchw template (groups 1) or depthwise_conv2d_nchw (groups
     equal to the channels, one filter each), or their packed forms (conv2d_nchwc,
     depthwise_conv2d_nchwc) in NCHW[x]c, when _window can say its window."""
     window = _window(call.attrs)
     if window is None or not _float32(call):
-        return None
+        return []
     if call.attrs["data_layout"] != "NCHW":
         return _packed_conv2d(call, window)
     (N, C, H, W), (K, per_group, R, S) = call.args[0].ty.shape, call.args[1].ty.shape
     groups = call.attrs["groups"]
     if groups == 1:
-        return _implementation(
+        return _candidate(
             "conv2d_nchw", (N, C, H, W, K, R, S, *window),
             lambda cfg, ins: ops.conv2d_nchw(ins[0], ins[1], *window),
             schedule_conv2d, "conv2d_nchw")
     if groups == C == K and per_group == 1:
         # OIHW (C, 1, R, S) is the template's kernel (C, multiplier 1, R, S)
-        return _implementation(
+        return _candidate(
             "depthwise_conv2d_nchw", (N, C, H, W, R, S, *window),
             lambda cfg, ins: ops.depthwise_conv2d_nchw(ins[0], ins[1], *window),
             schedule_depthwise_conv2d, "depthwise_conv2d_nchw")
-    return None
+    return []
 
 
-def dense_strategy(call: Call) -> Implementation | None:
+def dense_strategy(call: Call, target) -> list[Candidate]:
     """nn.dense of 2-D data -> the dense template."""
     data, weight = (a.ty for a in call.args)
     if data.ndim != 2 or not _float32(call):
-        return None
+        return []
     (M, K), N = data.shape, weight.shape[0]
-    return _implementation("dense", (M, N, K), lambda cfg, ins: dense_compute(cfg, *ins),
+    return _candidate("dense", (M, N, K), lambda cfg, ins: dense_compute(cfg, *ins),
                            schedule_dense, "dense")
 
 
-def dense_pack_strategy(call: Call) -> Implementation | None:
+def dense_pack_strategy(call: Call, target) -> list[Candidate]:
     """nn.contrib_dense_pack (a dense whose weights AlterOpLayout packed) -> dense_pack."""
     if not _float32(call):
-        return None
+        return []
     (M, K), (panels, _, block) = (a.ty.shape for a in call.args)
-    return _implementation("dense_pack", (M, panels * block, K, block),
+    return _candidate("dense_pack", (M, panels * block, K, block),
                            lambda cfg, ins: ops.dense_pack(*ins), schedule_dense, "dense_pack")
 
 
-def matmul_strategy(call: Call) -> Implementation | None:
+def matmul_strategy(call: Call, target) -> list[Candidate]:
     """matmul of 2-D operands -> the matmul template."""
     a, b = (a.ty for a in call.args)
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in ("float32",
                                                                          "float64"):
-        return None
+        return []
     (M, K), N = a.shape, b.shape[1]
-    return _implementation("matmul", (M, N, K, a.dtype),
+    return _candidate("matmul", (M, N, K, a.dtype),
                            lambda cfg, ins: matmul_compute(cfg, *ins), schedule_matmul,
                            "matmul")
 
 
-def _library(name: str, args: tuple) -> Implementation:
-    """The library's implementation of template `name` on `args`: only ever probed
-    (compiler.graph.strategy.library_wins), for what the log says of its record."""
-    args, _, info = _configured(name, args)
+def _library(name: str, args: tuple) -> list[Candidate]:
+    """The library's candidate of template `name` on `args`: the chooser compares it
+    (chooser.choose_implementation with the library named), the build never lowers it."""
+    tmpl = get_template(name)
+    args = tmpl.bind(args)
 
     def not_a_kernel(*_):
         raise TypeError(f"{name} is a library's template: the external codegen "
                         f"{LIBRARY} computes it, not a te kernel")
-    return Implementation(name, not_a_kernel, not_a_kernel, info, (name, args), LIBRARY)
+    return [Candidate(name, (name, args), not_a_kernel, not_a_kernel, tmpl.space(args).fallback,
+                      lambda cfg: _info(name, args, cfg), priority=5, library=LIBRARY)]
 
 
-def dense_library_strategy(call: Call) -> Implementation | None:
+def dense_library_strategy(call: Call, target) -> list[Candidate]:
     """nn.dense of 2-D float32 data -> the dense_cblas template (the library's)."""
     data, weight = (a.ty for a in call.args)
     if data.ndim != 2 or not _float32(call):
-        return None
+        return []
     return _library("dense_cblas", (data.shape[0], weight.shape[0], data.shape[1]))
 
 
-def matmul_library_strategy(call: Call) -> Implementation | None:
+def matmul_library_strategy(call: Call, target) -> list[Candidate]:
     """2-D float32 matmul -> the matmul_cblas template (the library's)."""
     a, b = (a.ty for a in call.args)
     if a.ndim != 2 or b.ndim != 2 or not _float32(call):
-        return None
+        return []
     return _library("matmul_cblas", (a.shape[0], b.shape[1], a.shape[1]))
 
 
-def batch_matmul_library_strategy(call: Call) -> Implementation | None:
+def batch_matmul_library_strategy(call: Call, target) -> list[Candidate]:
     """float32 nn.batch_matmul -> the batch_matmul_cblas template (the library's)."""
     if not _float32(call):
-        return None
+        return []
     (batch, M, K), N = call.args[0].ty.shape, call.args[1].ty.shape[1]
     return _library("batch_matmul_cblas", (batch, M, N, K))
 
 
-def conv2d_library_strategy(call: Call) -> Implementation | None:
+def conv2d_library_strategy(call: Call, target) -> list[Candidate]:
     """A 1x1, stride 1, unpadded float32 NCHW nn.conv2d -> conv2d_1x1_cblas (the
     library's), where compiler.contrib.cblas computes it."""
     if not computes(call):
-        return None
+        return []
     (N, C, H, W), K = call.args[0].ty.shape, call.args[1].ty.shape[0]
     return _library("conv2d_1x1_cblas", (N, C, H, W, K))
 
 
 def register() -> None:
-    """Register the strategies above (the "autosched.strategies" entry point); the
-    libraries' after the tuned ones (a lower plevel), as select_implementation never
-    picks them anyway."""
+    """Register the strategies above (the "autosched.strategies" entry point)."""
     register_strategy("nn.conv2d", conv2d_strategy)
+    register_strategy("nn.conv2d", conv2d_library_strategy)
     register_strategy("nn.dense", dense_strategy)
+    register_strategy("nn.dense", dense_library_strategy)
     register_strategy("nn.contrib_dense_pack", dense_pack_strategy)
-    register_strategy("nn.dense", dense_library_strategy, plevel=5)
-    register_strategy("matmul", matmul_library_strategy, plevel=5)
-    register_strategy("nn.batch_matmul", batch_matmul_library_strategy, plevel=5)
-    register_strategy("nn.conv2d", conv2d_library_strategy, plevel=5)
     register_strategy("matmul", matmul_strategy)
+    register_strategy("matmul", matmul_library_strategy)
+    register_strategy("nn.batch_matmul", batch_matmul_library_strategy)

@@ -7,8 +7,8 @@ model, and how many of its kernels each one schedules.
 
 The model goes through the build's own passes (compiler.graph.optimize, under the current
 PassContext: the same fusion and the same layouts the build will make), and every fused
-function's anchor is put to the op strategies (compiler.graph.implementation_of) exactly
-as the build does, without lowering anything. A strategy's answer names its workload
+function's anchor is put to the chooser (compiler.graph.choice_of) exactly as the build
+does, without lowering anything. The chosen candidate names its workload
 (template, bound arguments): that is the task, so one record serves every kernel whose
 anchor has that workload, whatever elementwise tail the kernel fused. A task's weight is
 the number of kernel calls of the model it schedules (a workload used by 4 layers
@@ -27,15 +27,15 @@ among them (ccompiler: what it takes is no kernel of ours, so no task), and a li
 (cblas) competes: every op it can compute (nn.dense, matmul, nn.batch_matmul) adds a
 task of the library's template (dense_cblas, ...: one config, measured once), beside
 the tuned kernel's task, which is extracted as though the library were not there. At
-compile time the log then says which is faster (compiler.graph.strategy.library_wins).
+compile time the chooser (records.ApplyHistoryBest) then takes the faster in the log.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from compiler import graph
+from compiler import Target, graph
 from compiler.graph.functor import post_order
-from compiler.graph.strategy import probe
+from compiler.graph.strategy import candidates
 from compiler.transform.pass_infra import PassContext
 from search_spaces.library import LIBRARY
 
@@ -58,43 +58,46 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     task."""
     external = [external] if isinstance(external, str) else list(external or [])
     compilers = [e for e in external if e not in LIBRARIES]
-    counts = _workloads(graph.optimize(mod, params, external=compilers))
-    ctx = PassContext.current()
-    if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
-        unpacked = dataclasses.replace(ctx, instruments=(),
-                                       disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
-        with unpacked:
-            for workload, n in _workloads(graph.optimize(mod, params)).items():
-                if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
-                    counts[workload] = n
-    for library in (e for e in external if e in LIBRARIES):
-        for workload, n in _library_workloads(graph.prepare(mod, params), library).items():
-            counts[workload] = counts.get(workload, 0) + n
+    with Target(target):  # every pass and strategy asks the target the build will have
+        counts = _workloads(graph.optimize(mod, params, external=compilers))
+        ctx = PassContext.current()
+        if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
+            unpacked = dataclasses.replace(ctx, instruments=(),
+                                           disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
+            with unpacked:
+                for workload, n in _workloads(graph.optimize(mod, params)).items():
+                    if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
+                        counts[workload] = n
+        for library in (e for e in external if e in LIBRARIES):
+            prepared = graph.prepare(mod, params)
+            for workload, n in _library_workloads(prepared, library, target).items():
+                counts[workload] = counts.get(workload, 0) + n
     tasks = [Task(name, args, target) for name, args in counts]
     return tasks, list(counts.values())
 
 
-def _library_workloads(prepared, library: str) -> dict[tuple, int]:
+def _library_workloads(prepared, library: str, target) -> dict[tuple, int]:
     """{workload of `library`'s template: calls} of the ops `library` can compute."""
     counts: dict[tuple, int] = {}
     for expr in post_order(prepared["main"].body):
         if isinstance(expr, graph.Call) and isinstance(expr.op, graph.Op):
-            for impl in probe(expr):
-                if impl.library == library:
-                    counts[impl.workload] = counts.get(impl.workload, 0) + 1
+            for c in candidates(expr, target, libraries=(library,)):
+                if c.library == library:
+                    counts[c.workload] = counts.get(c.workload, 0) + 1
     return counts
 
 
 def _workloads(fused) -> dict[tuple, int]:
     """{workload: kernel calls} of a fused function's template-scheduled kernels."""
     counts: dict[tuple, int] = {}
-    implementations: dict[int, object] = {}  # id(fused function) -> its implementation
+    workloads: dict[int, tuple | None] = {}  # id(fused function) -> its chosen workload
     for expr in post_order(fused.body):
         if not (isinstance(expr, graph.Call) and isinstance(expr.op, graph.Function)):
             continue
-        if id(expr.op) not in implementations:
-            implementations[id(expr.op)] = graph.implementation_of(expr.op)
-        impl = implementations[id(expr.op)]
-        if impl is not None and impl.workload is not None:
-            counts[impl.workload] = counts.get(impl.workload, 0) + 1
+        if id(expr.op) not in workloads:
+            choice = graph.choice_of(expr.op)
+            workloads[id(expr.op)] = None if choice is None else choice.candidate.workload
+        workload = workloads[id(expr.op)]
+        if workload is not None:
+            counts[workload] = counts.get(workload, 0) + 1
     return counts

@@ -15,10 +15,10 @@ from ..codegen.compile import optimized_text
 from ..codegen.llvm import CodeGenLLVM
 from ..errors import BuildError
 from ..graph.alter_op_layout import altered_forms
+from ..graph.chooser import Choice, choose_implementation
 from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import post_order
 from ..graph.op import Op
-from ..graph.strategy import library_wins
 from ..graph.ty import TensorType
 from .cblas_module import CblasModule, gemm_module
 
@@ -48,17 +48,20 @@ def computes(call: Call) -> bool:
 
 def takes(call: Call) -> bool:
     """Whether cblas takes `call` (its `target.cblas` check): it can compute it, and the
-    log does not say that a tuned kernel of it is faster (strategy.library_wins; the
-    library's record is tuning's measurement of the library templates, search_spaces/
-    library.py)."""
-    return computes(call) and library_wins(_forms(call), TARGET)
+    chooser gives it to the library among the candidates of `call` and of the form
+    AlterOpLayout would give it (a dense on constant weights: nn.contrib_dense_pack; a
+    convolution: NCHW[x]c), which the build would tune and run instead: the library
+    unless the log says a tuned kernel is better (its record is tuning's measurement of
+    the library templates, search_spaces/library.py)."""
+    return computes(call) and picks_library(choose_implementation(
+        [call, *altered_forms(call)], libraries=(TARGET,)))
 
 
-def _forms(call: Call) -> list[Call]:
-    """`call`, and the form AlterOpLayout would give it (a dense on constant weights:
-    nn.contrib_dense_pack; a convolution: NCHW[x]c): what the build would tune and run
-    instead of the library."""
-    return [call, *altered_forms(call)]
+def picks_library(choice: Choice) -> bool:
+    """Whether the chooser's `choice` (asked with the library named) leaves the call to
+    the library: it chose the library's candidate, or nothing logged made it choose a
+    tuned kernel (an op the library computes with no template of its own)."""
+    return choice.candidate.library == TARGET or choice.report is None
 
 
 def gemm_of(call: Call) -> dict:

@@ -16,7 +16,7 @@ from ..ir.module import IRModule
 from .bind import bind_params
 from .build import GraphModule, build, optimize, optimize_module, prepare
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, const, var
-from .lower import implementation_of
+from .lower import choice_of
 from .op import GraphTypeError, Op, get_op, nn, register_op, registered_ops
 from .op.layout import layout_transform
 from .op.nn import matmul
@@ -28,7 +28,7 @@ from .ty import TensorType, TupleType
 
 __all__ = ["nn", "printer", "transform", "IRModule", "bind_params",
            "GraphModule", "build", "optimize", "optimize_module", "prepare",
-           "implementation_of", "Call", "Constant", "Expr", "Function", "Tuple",
+           "choice_of", "Call", "Constant", "Expr", "Function", "Tuple",
            "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op", "register_op",
            "registered_ops", "add", "clip", "concatenate", "const", "divide", "exp",
            "layout_transform", "matmul", "maximum", "mean", "minimum", "multiply", "negative",

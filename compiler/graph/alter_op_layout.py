@@ -16,14 +16,12 @@ nn.contrib_dense_pack (op/nn.py), elementwise and broadcast ops follow a packed 
 (op/layout_rules.py: follow), pools compute in their data's layout, concatenate joins
 values packed alike along the channels, and every other op gets NCHW operands.
 
-Under a dispatch context that applies records (records.ApplyHistoryBest), packing a
-convolution is a choice between two implementations of the op, each a tuning task of
-its own (tuner.extract_tasks(alternatives=True)): a convolution stays in NCHW when its
-NCHW template's record is nearer this target or, in the same tier, faster than its
-packed template's, or is the only one logged (TVM's select_implementation under
-AutoTVM takes the fastest logged implementation). The records are probed
-(strategy.probing), not applied: no warning, no config, for the implementation the
-build does not use.
+Packing a convolution is a choice between two implementations of the op, each a tuning
+task of its own (tuner.extract_tasks(alternatives=True)), and the chooser makes it
+(chooser.py): by default the packed one; under records.ApplyHistoryBest the one whose
+record is nearer the build's target or, in the same tier, faster, or the only one
+logged (TVM's select_implementation under AutoTVM takes the fastest logged
+implementation).
 
 Every value is known to be in NCHW or in a packed layout; a tuple's fields each have
 their own, and a TupleGetItem of a tuple has its field's. Values go through a
@@ -40,7 +38,8 @@ from .functor import ExprMutator
 from .infer_type import infer_type
 from .op import Op, get_op_attr, register_op_attr
 from .op.layout import is_packed, layout_transform
-from .strategy import TIERS, probing, select_implementation
+from .chooser import choose_implementation
+from .strategy import candidates
 
 ALTER_ATTR = "alter_op_layout"
 """The op attribute a registered alteration hangs on."""
@@ -124,7 +123,7 @@ class LayoutContext(ExprMutator):
         types = [self.nchw_type(a) for a in call.args]
         new = fn(dict(call.attrs), nchw, types, call.ty)
         if isinstance(new, Call) and is_packed(new.attrs.get("data_layout", "NCHW")):
-            if choose and self.choose and _logged_nchw_is_faster(call, types, new):
+            if choose and self.choose and _keeps_nchw(call, types, new):
                 return None
             layout = new.attrs["data_layout"]
             out = Call(new.op, (self.convert(call.args[0], layout), *new.args[1:]), new.attrs)
@@ -157,43 +156,22 @@ def altered_forms(call: Call) -> list[Call]:
     return [infer_type(Function(params, new)).body]
 
 
-def _logged_nchw_is_faster(call: Call, types: list, packed: Call) -> bool:
-    """Whether the build should keep the convolution `call` in NCHW although its layout
-    rule packs it (as `packed`): the two are implementations of one op (the conv2d_nchw
-    and conv2d_nchwc templates, or the depthwise ones), each a task of its own, and the
-    build takes the fastest logged one (TVM's select_implementation under AutoTVM).
-
-    Both are probed (strategy.probing: what the log says, nothing applied). With no
-    record of the NCHW one, the packed one (the default, and the only probe a build
-    without a log pays). With a record of it only, the NCHW one. With both, the one
-    whose record is nearer (tuned for this very target, else for its CPU, else for its
-    vector width: times are compared only between records of one tier), then the faster.
-    A confirmed time and the best of a task's trials are compared as they stand, as
-    ApplyHistoryBest compares the tasks of one tier."""
+def _keeps_nchw(call: Call, types: list, packed: Call) -> bool:
+    """Whether the build keeps the convolution `call` in NCHW although its layout rule
+    packs it (as `packed`): the two forms are implementations of one op (the
+    conv2d_nchw and conv2d_nchwc templates, or the depthwise ones), each a task of its
+    own, and the chooser picks among the candidates of both (chooser.choose_implementation,
+    the packed form preferred on a tie: with no record, it is the default). Nothing is
+    applied here: lowering asks again for the form that stays."""
     data, weight = Var("data", types[0]), Var("weight", types[1])
-    nchw = _logged(Function([data, weight], Call(call.op, (data, weight), call.attrs)))
-    if nchw is None:
-        return False
+    nchw = infer_type(Function([data, weight], Call(call.op, (data, weight), call.attrs))).body
     layout, kernel_layout = packed.attrs["data_layout"], packed.attrs["kernel_layout"]
-    packed_call = Call(packed.op, (layout_transform(data, "NCHW", layout),
-                                   layout_transform(weight, "OIHW", kernel_layout)),
-                       packed.attrs)
-    other = _logged(Function([data, weight], packed_call))
-    return other is None or nchw < other
-
-
-def _logged(fn: Function) -> tuple | None:
-    """(tier rank, seconds) of the record the dispatch contexts hold for the
-    implementation the op strategies give `fn`'s body (a typed call), so that the
-    smaller tuple is the nearer record or, in one tier, the faster kernel; None when no
-    record is logged (strategy.Implementation.info has no "record_seconds")."""
-    with probing():
-        impl = select_implementation(infer_type(fn).body)
-    info = {} if impl is None else impl.info
-    if info.get("record_seconds") is None:
-        return None
-    tier = info.get("tier")
-    return TIERS.index(tier) if tier in TIERS else len(TIERS), info["record_seconds"]
+    packed_call = infer_type(Function([data, weight], Call(
+        packed.op, (layout_transform(data, "NCHW", layout),
+                    layout_transform(weight, "OIHW", kernel_layout)), packed.attrs))).body
+    chosen = choose_implementation([packed_call, nchw]).candidate
+    return chosen.workload is not None and \
+        chosen.workload in {c.workload for c in candidates(nchw)}
 
 
 def alter_op_layout(func: Function) -> Function:

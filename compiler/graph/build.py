@@ -56,8 +56,10 @@ from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, Fold
 def build(mod: IRModule, target="llvm", params: dict | None = None,
           external=None) -> GraphExecutor:
     """The GraphExecutor of `mod`'s "main" (see the module docstring); `external`: the
-    external codegens to partition for, in order of preference."""
-    return GraphModule(optimize_module(mod, params, external), target)
+    external codegens to partition for, in order of preference. The target is entered
+    (compiler.Target.current()) for every pass and choice, not for lowering alone."""
+    with Target(target) as entered:
+        return GraphModule(optimize_module(mod, params, external), entered)
 
 
 def optimize(mod: IRModule, params: dict | None = None, external=None) -> Function:

@@ -169,6 +169,19 @@ class Group:
         return root
 
 
+def _count_with(groups: list[Group], child: Node, dom: Node) -> int:
+    """The nodes of `dom`'s group and of those on the paths from `child` to `dom`: the
+    size of the group that fusing them would make."""
+    seen = set()
+
+    def walk(n: Node) -> int:
+        if n is dom or id(n) in seen:
+            return 0
+        seen.add(id(n))
+        return groups[n.index].num_nodes + sum(walk(u) for u, _ in n.outputs)
+    return groups[dom.index].find_root().num_nodes + walk(child)
+
+
 def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> list[Group]:
     """The group of each node (see the module docstring)."""
     groups = [Group(n.pattern, n.ref, n.ref if n.pattern == OUT_FUSABLE else None)
@@ -207,23 +220,13 @@ def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> 
                 walk(user)
         walk(src)
 
-    def count_with(child: Node, dom: Node) -> int:
-        seen = set()
-
-        def walk(n: Node) -> int:
-            if n is dom or id(n) in seen:
-                return 0
-            seen.add(id(n))
-            return groups[n.index].num_nodes + sum(walk(u) for u, _ in n.outputs)
-        return groups[dom.index].find_root().num_nodes + walk(child)
-
     for phase in range(3):
         for n, t in zip(order, tree):
             group = groups[n.index]
             if group.pattern == OPAQUE or t.parent is None:
                 continue
             dom = t.parent.gnode
-            if count_with(n, dom) > max_depth:
+            if _count_with(groups, n, dom) > max_depth:
                 continue
             dom_group = groups[dom.index]
             if phase == 2:

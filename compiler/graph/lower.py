@@ -4,12 +4,11 @@ op registered (compiler/graph/op/), and the schedule of the kernel.
 The build (build.py) calls `lower_function` once per fused function; its parameters
 become placeholders, its body one te compute per op. When the function has one anchor
 op (conv2d, dense: a pattern above BROADCAST) reading the parameters, and after it
-only elementwise and broadcast ops, the strategy registered for the anchor
-(strategy.py: a template, with the config of the current dispatch context) computes the
-anchor and schedules the kernel, its tail inlined. Otherwise (no strategy registered,
-or attrs no template covers: a dilated window, unequal strides or paddings, weights not
-packed at build time) the anchor op's own default schedule does (Op.schedule: for a
-convolution, compiler.ops' packed or NCHW convolution schedule with its tail), and a
+only elementwise and broadcast ops, the chooser's choice among the anchor's candidates
+(chooser.py: a template with the config the entered choosers give, or the op's own
+compute and default schedule) computes the anchor and schedules the kernel, its tail
+inlined. A kernel whose anchor reads another op's result gets the op's own default (for
+a convolution, compiler.ops' packed or NCHW convolution schedule with its tail), and a
 kernel without an anchor gets compiler.ops' default schedule.
 """
 from __future__ import annotations
@@ -18,20 +17,21 @@ from .. import ops, te
 from ..errors import BuildError
 from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
+from .chooser import Choice, choose_implementation
 from .functor import post_order
-from .strategy import NO_TEMPLATE, select_implementation
+from .strategy import NO_TEMPLATE, op_default
 
 
 def lower_function(func: Function, name: str):
     """Lower a typed Primitive function to one kernel: `(schedule, tensors, info)`, where
     `tensors` are [placeholders of the parameters..., output] and `info` says how the
-    anchor was scheduled (strategy.Implementation.info), or strategy.NO_TEMPLATE (every
-    value None) when compiler.ops' schedules did it (see the module docstring)."""
+    anchor was scheduled (chooser.Choice.info), or strategy.NO_TEMPLATE (every value
+    None) when no template did (see the module docstring)."""
     placeholders = [te.placeholder(p.ty.shape, dtype=p.ty.dtype, name=f"{name}_{p.name}")
                     for p in func.params]
     env = {id(p): t for p, t in zip(func.params, placeholders)}
     anchor = _anchor(func)
-    impl = implementation_of(func, anchor)
+    choice = choice_of(func, anchor)
 
     def visit(expr: Expr):
         if id(expr) in env:
@@ -49,8 +49,8 @@ def lower_function(func: Function, name: str):
                 raise BuildError(f"{name}: op {op.name} has no compute"
                                  + (f" ({op.compute})" if op.compute else ""))
             args = [visit(a) for a in expr.args]
-            if expr is anchor and impl is not None:
-                out = impl.compute(args)
+            if expr is anchor:
+                out = choice.candidate.compute(choice.config, args)
             else:
                 out = op.compute(args, expr.attrs, expr.ty)
         elif isinstance(expr, TupleGetItem):
@@ -68,19 +68,23 @@ def lower_function(func: Function, name: str):
     if isinstance(out, tuple):
         raise BuildError(f"{name}: a fused function with several outputs has no kernel yet")
     tensors = [*placeholders, out]
-    if impl is not None:
-        return impl.schedule(out), tensors, dict(impl.info)
-    if anchor is not None:
-        return anchor.op.schedule(out, env[id(anchor)], anchor), tensors, dict(NO_TEMPLATE)
+    if choice is not None:
+        return choice.candidate.schedule(choice.config, out, env[id(anchor)]), tensors, \
+            choice.info()
     return ops.default_schedule(out), tensors, dict(NO_TEMPLATE)
 
 
-def implementation_of(func: Function, anchor: Call | None = None):
-    """The strategy's Implementation that schedules the kernel of the fused function
-    `func` (its anchor's, strategy.select_implementation), or None when compiler.ops'
-    schedules do; nothing is lowered. `anchor`: _anchor(func) when known already."""
+def choice_of(func: Function, anchor: Call | None = None) -> Choice | None:
+    """The chooser's choice for the kernel of the fused function `func` (its anchor's
+    candidates: the op's own default only, when the kernel is no template's), or None
+    for a kernel without an anchor (compiler.ops' default schedule); nothing is
+    lowered. `anchor`: _anchor(func) when known already."""
     anchor = anchor or _anchor(func)
-    return select_implementation(anchor) if _template_kernel(func, anchor) else None
+    if anchor is None:
+        return None
+    if not _template_kernel(func, anchor):
+        return Choice(op_default(anchor), None)
+    return choose_implementation([anchor])
 
 
 def _anchor(func: Function) -> Call | None:

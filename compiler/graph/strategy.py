@@ -1,53 +1,46 @@
-"""Op strategies (TVM's OpStrategy): how the build finds a tuned schedule for a fused
-function's anchor op without the compiler knowing about templates.
+"""Op strategies (TVM's OpStrategy): the ways to implement a call of a graph op, without
+the compiler knowing about templates.
 
 The compiler may not import the template package (search_spaces sits above it), yet a
 graph kernel should be scheduled by the template whose config the tuner found. So the
 seam points the other way: a package above registers, per graph op, strategy functions
 
-    fn(call) -> Implementation | None
+    fn(call, target) -> [Candidate, ...]
 
-that look at the typed anchor `Call` (its attrs, `call.args[i].ty`, `call.ty`) and return
-an Implementation (the anchor's te compute, the schedule of the whole kernel, and what was
-chosen) or None when they do not cover those attrs or shapes. `select_implementation(call)`
-asks the strategies of the call's op, highest `plevel` first, and returns the first
-answer; with none, lower.py schedules the kernel with compiler.ops' schedules.
+that look at the typed `Call` (its attrs, `call.args[i].ty`, `call.ty`) and the Target it
+is built for, and return its candidates: a template (or a library's template) with its
+workload, its compute and schedule as functions of a config, the config it runs
+untuned, and a priority; none when they do not cover those attrs or shapes. The op's own
+compute with its default schedule (Op.compute, Op.schedule) is always a candidate too,
+the lowest (priority 0). Which candidate, with which config, is one question, answered
+by the chooser (chooser.py); strategies hold no config and never look at the log.
 
 Who registers: every entry point of the group "autosched.strategies" (a callable that
-calls register_strategy), loaded once per process on the first select_implementation.
+calls register_strategy), loaded once per process when candidates are first asked for.
 An entry point is how a build finds the template package without the user importing
 it and without an import from the compiler upwards; the template package's own entry
 point is `search_spaces.strategies:register`. When the group has no entry point at all
 (the package was not installed with its metadata), the first build warns once
 (NoStrategiesWarning) instead of quietly scheduling every kernel with compiler.ops.
-
-Probing: a pass that must choose between implementations of one op before the build
-(AlterOpLayout: keep a convolution in NCHW or pack it; AnnotateTarget: give a dense to
-a library or keep it, library_wins) asks the strategies inside `with probing():`. A
-strategy then reports in `info` what the dispatch contexts know of the workload
-(ApplyHistoryBest: its best record, without applying it, warning or remembering the
-question) and applies no config: the probed workload is no kernel of the build unless
-it wins.
 """
 from __future__ import annotations
 
 import threading
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from ..errors import BuildError
 from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule
+from ..target import Target
 from .expr import Call
 
 ENTRY_POINT_GROUP = "autosched.strategies"
 
 NO_TEMPLATE = {"template": None, "workload": None, "config": None, "fallback": None}
-"""The `info` of a kernel that no strategy scheduled (compiler.ops' schedules)."""
+"""The `info` of a kernel that no template scheduled (the op's default schedule)."""
 
 
 class StrategyError(BuildError):
@@ -61,69 +54,64 @@ class NoStrategiesWarning(UserWarning):
 
 
 @dataclass(frozen=True, eq=False)
-class Implementation:
-    """One way to compute and schedule an anchor op: what a strategy returns.
+class Candidate:
+    """One way to implement a call: what a strategy returns.
 
-    name: the template's name.
-    compute: `compute(inputs)`: the anchor's te tensor from the te tensors of its
-        arguments (in the call's order); it may add stages of its own (a padded input,
-        a packed weight).
-    schedule: `schedule(out)`: the Schedule of the whole kernel whose final output is
-        `out`, the anchor being the tensor `compute` returned: the elementwise and
-        broadcast tail between them inlined, `out` tiled as the template's output.
-    info: what was chosen, as plain JSON (it goes into the executor's plan and its
-        profile): {"template": name, "workload": the workload as text, "config": the
-        config in short, "fallback": True when the config is the template's fallback},
-        and what the choosing dispatch context says of its config (ApplyHistoryBest:
-        "record", "record_seconds", "record_gflops", "confirmed", "tier").
-    workload: (template name, bound arguments): the workload the dispatch context was
-        asked about, which is what whole-model tuning makes a task of.
-    library: the external codegen that computes the op when this implementation is a
-        library's ("cblas"): a candidate that tuning measures and the log compares with
-        the tuned kernels (library_wins), never a te kernel of the build (its compute
-        and schedule are not called).
+    name: the template's name (the op's name for its own default).
+    workload: (template name, bound arguments): how the log names it, and what
+        whole-model tuning makes a task of; None for the op's own default.
+    compute: `compute(config, inputs)`: the anchor's te tensor from the te tensors of
+        the call's arguments (in its order); it may add stages of its own.
+    schedule: `schedule(config, out, anchor)`: the Schedule of the whole kernel whose
+        final output is `out`, `anchor` being what compute returned (the elementwise and
+        broadcast tail between them inlined).
+    fallback: `fallback()`: the config it runs with untuned (None for the op's default).
+    info: `info(config)`: what the build's plan and profile show of it, as plain JSON
+        ({"template", "workload", "config", "fallback"}).
+    priority: the chooser's default takes the highest (the first on a tie).
+    library: the external codegen that computes it when it is a library's template
+        ("cblas"): a candidate tuning measures and the chooser compares, never a te
+        kernel of the build (its compute and schedule are not called).
     """
     name: str
-    compute: Callable[[list[Tensor]], Tensor]
-    schedule: Callable[[Tensor], Schedule]
-    info: dict = field(default_factory=dict)
-    workload: tuple | None = None
+    workload: tuple | None
+    compute: Callable[[object, list[Tensor]], Tensor]
+    schedule: Callable[[object, Tensor, Tensor], Schedule]
+    fallback: Callable[[], object]
+    info: Callable[[object], dict]
+    priority: int = 10
     library: str | None = None
 
 
-@dataclass(frozen=True)
-class _Strategy:
-    fn: Callable[[Call], Implementation | None]
-    plevel: int
+def op_default(call: Call) -> Candidate:
+    """The op's own compute with its default schedule, as the lowest candidate."""
+    op = call.op
+    return Candidate(op.name, None,
+                     lambda config, ins: op.compute(ins, call.attrs, call.ty),
+                     lambda config, out, anchor: op.schedule(out, anchor, call),
+                     lambda: None, lambda config: dict(NO_TEMPLATE), priority=0)
 
 
-_STRATEGIES: dict[str, list[_Strategy]] = {}
+_STRATEGIES: dict[str, list[Callable]] = {}
 _loaded: set[str] = set()   # entry points loaded without error
 _all_loaded = False          # every entry point is in _loaded: no need to look again
 _lock = threading.RLock()
 
 
-def register_strategy(op_name: str, fn: Callable[[Call], Implementation | None],
-                      plevel: int = 10) -> None:
-    """Register `fn(call) -> Implementation | None` as a strategy of graph op `op_name`.
-
-    plevel: its priority (default 10): select_implementation asks the highest first;
-        on equal plevels, the one registered first.
-    Registering the same function again for the same op replaces it (a module loaded
-    twice does not ask twice).
-    """
+def register_strategy(op_name: str, fn: Callable[[Call, Target], list[Candidate]]) -> None:
+    """Register `fn(call, target) -> [Candidate, ...]` as a strategy of graph op
+    `op_name`. Registering the same function again for the same op replaces it (a
+    module loaded twice does not answer twice)."""
     if not callable(fn):
         raise TypeError(f"register_strategy({op_name!r}): fn must be callable, got {fn!r}")
     with _lock:
-        entries = [s for s in _STRATEGIES.get(op_name, []) if s.fn is not fn]
-        entries.append(_Strategy(fn, int(plevel)))
-        entries.sort(key=lambda s: -s.plevel)  # stable: first registered first on ties
-        _STRATEGIES[op_name] = entries
+        entries = [f for f in _STRATEGIES.get(op_name, []) if f is not fn]
+        _STRATEGIES[op_name] = [*entries, fn]
 
 
 def load_strategies() -> None:
     """Call every entry point of ENTRY_POINT_GROUP not loaded yet (once per process; the
-    first select_implementation does it). A StrategyError names an entry point that
+    first `candidates` call does it). A StrategyError names an entry point that
     fails, and it is tried again on the next call; a group without any entry point is a
     NoStrategiesWarning, once."""
     global _all_loaded
@@ -150,68 +138,12 @@ def load_strategies() -> None:
         _all_loaded = True
 
 
-_PROBING: ContextVar[bool] = ContextVar("autosched_strategy_probing", default=False)
-
-
-@contextmanager
-def probing():
-    """`with probing():` select_implementation answers what the strategies know of an
-    implementation (see the module docstring) instead of configuring a kernel."""
-    token = _PROBING.set(True)
-    try:
-        yield
-    finally:
-        _PROBING.reset(token)
-
-
-def is_probing() -> bool:
-    """Whether the strategies are asked inside `probing()` (they read it)."""
-    return _PROBING.get()
-
-
-def select_implementation(call: Call) -> Implementation | None:
-    """The implementation of the highest-plevel strategy of `call`'s op that covers the
-    typed `call` with a te kernel (a library's is no kernel of the build), or None when
-    none does (or none is registered)."""
+def candidates(call: Call, target: Target | None = None, libraries=()) -> list[Candidate]:
+    """Every candidate of the typed `call` for `target` (default: Target.current(), else
+    the host): the registered strategies' in their order, a library's only when
+    `libraries` names it, and the op's own default last."""
     load_strategies()
-    for strategy in _STRATEGIES.get(call.op.name, []):
-        impl = strategy.fn(call)
-        if impl is not None and impl.library is None:
-            return impl
-    return None
-
-
-def probe(call: Call) -> list[Implementation]:
-    """Every implementation the strategies of `call`'s op offer for it, libraries' too,
-    asked inside probing(): what the log knows of each is in its info
-    ("record_seconds" when it has a record)."""
-    load_strategies()
-    with probing():
-        found = [strategy.fn(call) for strategy in _STRATEGIES.get(call.op.name, [])]
-    return [impl for impl in found if impl is not None]
-
-
-TIERS = ("target", "cpu", "vector width")
-"""ApplyHistoryBest's tiers of a record (describe()'s "tier"), nearest first."""
-
-
-def library_wins(calls: list[Call], library: str) -> bool:
-    """Whether `library` should compute the op of `calls` (one call, and the forms the
-    build may turn it into: a dense on packed weights) by what the log says: when the
-    log has a record of a tuned kernel of them, only if it has one of the library's
-    that is better: nearer (of this target, else its CPU, else its vector width: times
-    are compared within a tier, as AlterOpLayout compares its implementations), then
-    faster; when it has none of a tuned kernel, yes (the build was asked to use the
-    library, and nothing measured says otherwise)."""
-    impls = [impl for call in calls for impl in probe(call)]
-
-    def best(group):
-        keys = [(TIERS.index(i.info["tier"]) if i.info.get("tier") in TIERS else len(TIERS),
-                 i.info["record_seconds"])
-                for i in group if i.info.get("record_seconds") is not None]
-        return min(keys) if keys else None
-    tuned = best([i for i in impls if i.library is None])
-    if tuned is None:
-        return True
-    mine = best([i for i in impls if i.library == library])
-    return mine is not None and mine < tuned
+    target = Target(target) if target is not None else Target.current() or Target("llvm")
+    found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target)]
+    return [c for c in found if c.library is None or c.library in libraries] + \
+        [op_default(call)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import sys
-import threading
+import contextvars
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -83,15 +83,11 @@ class PassInstrument:
         """Called with the output module right after the pass has run."""
 
 
-_LOCAL = threading.local()
-
-
-def _context_stack() -> list:
-    # Each thread starts from its own default context, so compiling in a worker thread
-    # never sees (or disturbs) a `with PassContext` of another thread.
-    if not hasattr(_LOCAL, "stack"):
-        _LOCAL.stack = [PassContext()]
-    return _LOCAL.stack
+# The entered contexts, innermost last: a context variable (as Target's and the
+# choosers' stacks), so each thread starts from the default context, and compiling in a
+# worker thread never sees (or disturbs) a `with PassContext` of another thread.
+_STACK: contextvars.ContextVar = contextvars.ContextVar("autosched_pass_contexts",
+                                                        default=())
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +120,8 @@ class PassContext:
     @staticmethod
     def current() -> PassContext:
         """The innermost entered context of this thread, or a default one (opt_level 2)."""
-        return _context_stack()[-1]
+        stack = _STACK.get()
+        return stack[-1] if stack else _DEFAULT
 
     def get_config(self, key: str):
         """The configured value of `key`, or its registered default."""
@@ -138,7 +135,7 @@ class PassContext:
         return info.name in self.required_pass or info.opt_level <= self.opt_level
 
     def __enter__(self) -> PassContext:
-        _context_stack().append(self)
+        _STACK.set(_STACK.get() + (self,))
         for inst in self.instruments:
             inst.enter_pass_ctx()
         return self
@@ -148,7 +145,10 @@ class PassContext:
             for inst in self.instruments:
                 inst.exit_pass_ctx()
         finally:
-            _context_stack().pop()
+            _STACK.set(_STACK.get()[:-1])
+
+
+_DEFAULT = PassContext()
 
 
 class Pass:

@@ -22,8 +22,9 @@ from compiler.graph.functor import post_order
 from compiler.graph.lower import lower_function
 from compiler.graph.reference import evaluate
 from compiler.graph import strategy
-from compiler.graph.strategy import (Implementation, NoStrategiesWarning, StrategyError,
-                                     register_strategy, select_implementation)
+from compiler.graph.chooser import choose_implementation
+from compiler.graph.strategy import (Candidate, NoStrategiesWarning, StrategyError,
+                                     register_strategy)
 from compiler.ops import OpPattern, default_schedule, relu
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
@@ -155,22 +156,24 @@ def test_a_config_of_another_space_is_an_error_naming_both():
         lower_function(fused_call(fn).op, "kernel")
 
 
-def test_the_highest_plevel_strategy_that_applies_wins():
-    """Two strategies of an op of this test's own: the plevel 20 one declines calls
-    with more than 8 channels, the plevel 5 one takes all."""
+def test_the_highest_priority_candidate_that_applies_wins():
+    """Two strategies of an op of this test's own: the priority 20 one declines calls
+    with more than 8 channels, the priority 5 one takes all."""
     probe = graph.register_op("test.strategy_probe", lambda types, attrs: types[0],
                               OpPattern.OUT_ELEMWISE_FUSABLE, {"channels": 1}, 1)
 
-    def make(name):
-        return Implementation(name, lambda ins: relu(ins[0]), default_schedule,
-                              {"template": name})
+    def make(name, priority):
+        return Candidate(name, (name, ()), lambda cfg, ins: relu(ins[0]),
+                         lambda cfg, out, anchor: default_schedule(out), lambda: None,
+                         lambda cfg: {"template": name}, priority)
 
-    register_strategy(probe.name, lambda call: make("any"), plevel=5)
-    register_strategy(probe.name, lambda call: make("narrow") if call.attrs["channels"] <= 8
-                      else None, plevel=20)
+    register_strategy(probe.name, lambda call, target: [make("any", 5)])
+    register_strategy(probe.name, lambda call, target: [make("narrow", 20)]
+                      if call.attrs["channels"] <= 8 else [])
     x = graph.var("x", shape=(1, 8))
     for channels, chosen in ((8, "narrow"), (9, "any")):
-        assert select_implementation(Call(probe, (x,), {"channels": channels})).name == chosen
+        call = Call(probe, (x,), {"channels": channels})
+        assert choose_implementation([call]).candidate.name == chosen
 
 
 def _python(code: str, path_dir=None) -> subprocess.CompletedProcess:
@@ -184,13 +187,13 @@ def _python(code: str, path_dir=None) -> subprocess.CompletedProcess:
 FIND_CONV_STRATEGY = """
     import sys
     from compiler import graph
-    from compiler.graph.strategy import select_implementation
+    from compiler.graph.chooser import choose_implementation
     x = graph.var("x", shape=(1, 8, 14, 14))
     w = graph.var("w", shape=(16, 8, 3, 3))
     fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1))
     call = graph.transform.InferType()(graph.IRModule.from_expr(fn))["main"].body
     assert "search_spaces" not in sys.modules
-    print(select_implementation(call).name)
+    print(choose_implementation([call]).candidate.name)
 """
 
 

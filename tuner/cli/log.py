@@ -14,6 +14,7 @@ from .common import (BadInput, db_option, format_clock, format_errors, format_gf
                      format_ratio, format_seconds, json_option, make_console, open_log,
                      print_json, print_table, readable_knobs, record_json, select_task,
                      task_label, task_of_summary, task_selection)
+from .applied import build_applies
 from .confirm import log_confirm
 
 PLOT_GAP_S = 60.0  # pauses longer than this between records are cut from the time axis
@@ -63,7 +64,7 @@ def log_best(spec, task_id, target, db_path, as_json):
     with open_log(db_path) as db:
         task = select_task(db, spec, task_id, target)
         record = db.best(task)
-        contest = _contest(db, task)
+        contest = build_applies(db, task)
     if as_json:
         return print_json(None if record is None else {**record_json(record), **contest})
     if record is None:
@@ -90,36 +91,6 @@ def log_best(spec, task_id, target, db_path, as_json):
         click.echo(f"{title}; no knobs")
     if contest:
         click.echo(contest["said"])
-
-
-def _contest(db, task) -> dict:
-    """For a workload that a library (cblas) and tuned kernels compete for, which one the
-    build picks by the log (compiler.graph.strategy.library_wins): {"build_picks":
-    "cblas" or the tuned workload, "times": {workload: seconds of its best}, "said": a
-    line}; {} for a workload with no rival."""
-    from search_spaces.library import LIBRARY, rivals
-    library, tuned = rivals(task.name, task.args)
-    if library is None:
-        return {}
-    times = {}
-    for workload in [library, *tuned]:
-        best = db.best_for_target(workload, task.target)
-        if best is not None:
-            times[task_label(*workload)] = best.cost
-    lib = times.get(task_label(*library))
-    mine = {k: v for k, v in times.items() if k != task_label(*library)}
-    fastest = min(mine, key=mine.get) if mine else None
-    if fastest is None:
-        picks, why = LIBRARY, "the log has no tuned kernel of it"
-    elif lib is not None and lib < mine[fastest]:
-        picks, why = LIBRARY, (f"{format_seconds(lib)} against the tuned "
-                               f"{fastest}'s {format_seconds(mine[fastest])}")
-    else:
-        picks, why = fastest, (f"{format_seconds(mine[fastest])} against {LIBRARY}'s "
-                               + (format_seconds(lib) if lib is not None else "no record"))
-    return {"build_picks": picks, "times": times,
-            "said": f"with --external {LIBRARY} the build gives {task_label(*tuned[0])} to "
-                    f"{picks}: {why}"}
 
 
 @log.command("top")

@@ -1,0 +1,66 @@
+"""The graph call a template's workload implements (the inverse of strategies.py): what
+`autosched log best` puts to the chooser, so that it names the implementation the build
+applies to that call, among every candidate of the call and of the forms the build may
+turn it into, exactly as the build decides.
+
+    call_of("conv2d_nchwc", (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16))
+    # nn.conv2d of a (1, 64, 56, 56) NCHW value and (64, 64, 3, 3) OIHW weights
+
+A packed convolution's workload gives the NCHW call it was made of; a dense's weight is
+a constant (of zeros), as a model's is, so that AlterOpLayout's packed form is among its
+forms.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from compiler import graph
+from compiler.graph.expr import Call
+
+
+def _conv(N, C, H, W, K, R, S, stride, padding, groups=1):
+    x = graph.var("data", shape=(N, C, H, W))
+    w = graph.var("weight", shape=(K, C // groups, R, S))
+    return [x, w], graph.nn.conv2d(x, w, stride, padding, groups=groups)
+
+
+def _dense(M, N, K):
+    x = graph.var("data", shape=(M, K))
+    return [x], graph.nn.dense(x, graph.const(np.zeros((N, K), "float32")))
+
+
+def _matmul(M, N, K, dtype="float32"):
+    a, b = graph.var("a", shape=(M, K), dtype=dtype), graph.var("b", shape=(K, N), dtype=dtype)
+    return [a, b], graph.matmul(a, b)
+
+
+def _batch_matmul(batch, M, N, K):
+    a, b = graph.var("a", shape=(batch, M, K)), graph.var("b", shape=(batch, N, K))
+    return [a, b], graph.nn.batch_matmul(a, b)
+
+
+_CALLS = {
+    "conv2d_nchw": lambda *a: _conv(*a),
+    "conv2d_nchwc": lambda *a: _conv(*a[:9]),
+    "depthwise_conv2d_nchw": lambda N, C, H, W, R, S, st, p: _conv(N, C, H, W, C, R, S, st,
+                                                                   p, C),
+    "depthwise_conv2d_nchwc": lambda N, C, H, W, R, S, st, p, b: _conv(N, C, H, W, C, R, S,
+                                                                       st, p, C),
+    "conv2d_1x1_cblas": lambda N, C, H, W, K: _conv(N, C, H, W, K, 1, 1, 1, 0),
+    "dense": _dense,
+    "dense_pack": lambda M, N, K, block: _dense(M, N, K),
+    "dense_cblas": _dense,
+    "matmul": _matmul,
+    "matmul_cblas": _matmul,
+    "batch_matmul_cblas": _batch_matmul,
+}
+
+
+def call_of(name: str, args: tuple) -> Call | None:
+    """The typed graph call that template `name`'s workload `args` implements, or None
+    for a template no graph op uses (a plain operator template, the blur)."""
+    if name not in _CALLS:
+        return None
+    params, body = _CALLS[name](*args)
+    return graph.transform.InferType()(graph.IRModule.from_expr(
+        graph.Function(params, body)))["main"].body

@@ -1,0 +1,69 @@
+"""One chooser (compiler/graph/chooser.py, records.ApplyHistoryBest): for a log holding
+NCHW, packed and cblas records of one 1x1 convolution, `autosched log best` names the
+implementation the build applies, without and with `--external cblas`, whichever is
+fastest; the build's plan agrees."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import records
+import search_spaces
+import tuner
+from compiler import Target, graph
+from compiler.transform.pass_infra import PassContext
+from records import ApplyHistoryBest
+from tuner.cli import cli
+
+TARGET = str(Target("llvm"))
+NCHW = ("conv2d_nchw", (1, 16, 7, 7, 32, 1, 1, 1, 0))
+PACKED = ("conv2d_nchwc", (1, 16, 7, 7, 32, 1, 1, 1, 0, 16, 16))
+CBLAS = ("conv2d_1x1_cblas", (1, 16, 7, 7, 32))
+
+
+def log(path, times: dict):
+    """A log holding one record of each workload of `times` ({(name, args): seconds})."""
+    with records.Database(path) as db:
+        for (name, args), seconds in times.items():
+            task = tuner.Task(name, args, target=TARGET)
+            db.add(task, [tuner.MeasureInput(task, search_spaces.space(name, *args).get(0))],
+                   [tuner.MeasureResult((seconds, seconds), tuner.MeasureErrorNo.NO_ERROR, "",
+                                        0.01, 1.0, "testhost")])
+
+
+def model():
+    x = graph.var("x", shape=(1, 16, 7, 7))
+    w = graph.const(np.random.default_rng(2).standard_normal((32, 16, 1, 1)).astype("float32"))
+    return graph.IRModule.from_expr(graph.Function([x], graph.nn.conv2d(x, w)))
+
+
+def built(db, external=None) -> list:
+    """The template (or external codegen) of each step of the model built with `db`."""
+    with ApplyHistoryBest(db), PassContext(opt_level=3), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib = graph.build(model(), external=external)
+    return [s.get("external") or s["info"]["template"] for s in lib.plan["steps"]
+            if s.get("external") or s["info"]["template"]]
+
+
+@pytest.mark.parametrize("times, applies, picks", [
+    ({NCHW: 1e-6, PACKED: 2e-6, CBLAS: 3e-6}, "conv2d_nchw", "conv2d_nchw"),
+    ({NCHW: 2e-6, PACKED: 1e-6, CBLAS: 3e-6}, "conv2d_nchwc", "conv2d_nchwc"),
+    ({NCHW: 2e-6, PACKED: 3e-6, CBLAS: 1e-6}, "conv2d_nchw", "cblas"),
+])
+def test_log_best_names_what_the_build_applies(tmp_path, times, applies, picks):
+    db = tmp_path / "t.db"
+    log(db, times)
+    for name, args in times:
+        shown = CliRunner().invoke(cli, ["log", "best", name, *map(str, args), "--db", str(db),
+                                          "--json"])
+        assert shown.exit_code == 0, shown.output
+        said = json.loads(shown.output)
+        assert said["build_applies"].startswith(applies + "(")
+        assert said["build_picks"] == picks or said["build_picks"].startswith(picks + "(")
+    assert built(db) == [applies]
+    assert built(db, ["cblas"]) == [picks]

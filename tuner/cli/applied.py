@@ -1,0 +1,64 @@
+"""What the build applies to a logged workload, for `autosched log best`: the graph call the
+workload implements (search_spaces.workload_calls) put to the build's own chooser
+(compiler.graph.chooser.choose_implementation under records.ApplyHistoryBest), with and
+without the cblas library, so that the command line says what the build does."""
+from __future__ import annotations
+
+import warnings
+
+from compiler.contrib.cblas import picks_library
+from compiler.graph.alter_op_layout import altered_forms
+from compiler.graph.chooser import Choice, choose_implementation
+from compiler.graph.strategy import candidates
+from records import ApplyHistoryBest, FallbackWarning
+from search_spaces.library import LIBRARY
+from search_spaces.workload_calls import call_of
+
+from .common import format_seconds, task_label
+
+
+def _label(choice: Choice) -> str:
+    workload = choice.candidate.workload
+    return task_label(*workload) if workload else f"{choice.candidate.name}'s default schedule"
+
+
+def _time(choice: Choice) -> str:
+    return format_seconds(choice.report.seconds) if choice.report else "no record"
+
+
+def build_applies(db, task) -> dict:
+    """{"build_applies": the implementation a build applies to the task's call,
+    "said": a line saying it (and, where the library competes, a second line), and then
+    "build_picks": what a build with `--external cblas` gives it to, "times": {workload:
+    seconds of its best record}}; {} for a workload of no graph call."""
+    call = call_of(task.name, task.args)
+    if call is None:
+        return {}
+    forms = [call, *altered_forms(call)]
+    with ApplyHistoryBest(db, target=task.target) as ctx, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        plain = choose_implementation(forms)
+        library = choose_implementation(forms, libraries=(LIBRARY,))
+        rivals = [c for f in forms for c in candidates(f, task.target, (LIBRARY,))
+                  if c.workload is not None]
+        times = {task_label(*c.workload): r.seconds for c in rivals
+                 if (r := ctx.report(c.workload)) is not None}
+    why = f"{_time(plain)}, tier {plain.report.tier}" if plain.report else "untuned, no record"
+    said = [f"the build applies {_label(plain)} ({why})"]
+    found = {"build_applies": _label(plain), "times": times}
+    if any(c.library == LIBRARY for c in rivals):
+        first = next(c for c in rivals if c.library is None)
+        if picks_library(library):
+            picks = LIBRARY
+            why = f"{_time(library)} against the tuned {_label(plain)}'s {_time(plain)}" \
+                if plain.report else "the log has no tuned kernel of it"
+        else:
+            picks = _label(library)
+            lib = next(c for c in rivals if c.library == LIBRARY)
+            lib_time = times.get(task_label(*lib.workload))
+            why = f"{_time(library)} against {LIBRARY}'s " + \
+                (format_seconds(lib_time) if lib_time is not None else "no record")
+        said.append(f"with --external {LIBRARY} the build gives {task_label(*first.workload)} "
+                    f"to {picks}: {why}")
+        found["build_picks"] = picks
+    return {**found, "said": "\n".join(said)}
