@@ -102,12 +102,12 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         self._applied[workload] = self._said(record, target)
         return record.config
 
-    def choose(self, candidates, target) -> Choice | None:
+    def choose(self, candidates, target, applies: bool = True) -> Choice | None:
         """Among `candidates`, the one whose best record is nearest the target (this
         context's, else the build's `target`; by TIERS)
         and, in that tier, fastest, with that record's config; None when none has a
-        record (the default then takes its fallback, and a FallbackWarning names its
-        workload when it is a kernel of the build)."""
+        record (the default then takes its fallback, and, when the choice `applies`, a
+        FallbackWarning names its workload if it is a kernel of the build)."""
         target = self.target or target
         logged = []
         for i, c in enumerate(candidates):
@@ -117,11 +117,12 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
                 logged.append(((TIERS.index(report.tier), report.seconds, i), c, record, report))
         if not logged:
             fallback = default_choice(candidates).candidate
-            if fallback.workload is not None and fallback.library is None:
+            if applies and fallback.workload is not None and fallback.library is None:
                 self._warn(fallback.workload, target)
             return None
         _, best, record, report = min(logged, key=lambda found: found[0])
-        self._applied[best.workload] = report
+        if applies:
+            self._applied[best.workload] = report
         return Choice(best, record.config, report)
 
     def describe(self, workload) -> Report | None:
@@ -130,9 +131,9 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         return self._applied.get(getattr(workload, "workload", workload))
 
     def _warn(self, workload: tuple, target: Target) -> None:
-        if workload in self._warned:
+        if (workload, str(target)) in self._warned:
             return
-        self._warned.add(workload)
+        self._warned.add((workload, str(target)))
         name, args = workload
         warnings.warn(FallbackWarning(
             f"{name}{args}: {self.path} has no valid record of this workload made "

@@ -32,7 +32,7 @@ class DispatchContext(Chooser):
         to `workload`, or None (ApplyHistoryBest has one)."""
         return None
 
-    def choose(self, candidates, target) -> Choice | None:
+    def choose(self, candidates, target, applies: bool = True) -> Choice | None:
         """The first candidate of the highest priority that is a template, with the
         config `query` gives its workload; None when it gives none."""
         templates = [c for c in candidates if c.workload is not None]
@@ -90,24 +90,13 @@ _DEFAULT = FallbackContext()
 
 
 def dispatch(workload: tuple) -> ConfigEntity:
-    """The config that the contexts of this thread choose for `workload` (as
-    dispatch_from, whose context it drops; a loop of its own, so that a context's warning
-    points as far up the stack from either)."""
+    """The config that the contexts of this thread choose for `workload`: the innermost
+    one's that answers, else the FallbackConfig."""
     for ctx in reversed(_stack()):
         config = ctx.query(workload)
         if config is not None:
             return config
     return _DEFAULT.query(workload)
-
-
-def dispatch_from(workload: tuple) -> tuple[ConfigEntity, DispatchContext]:
-    """`(config, context)`: the config the contexts of this thread choose for `workload`
-    and the context that chose it (its `describe` says more of it)."""
-    for ctx in reversed(_stack()):
-        config = ctx.query(workload)
-        if config is not None:
-            return config, ctx
-    return _DEFAULT.query(workload), _DEFAULT
 
 
 def instantiate(name: str, *args, config: ConfigEntity | None = None):

@@ -6,15 +6,17 @@ turn it into, exactly as the build decides.
     call_of("conv2d_nchwc", (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16))
     # nn.conv2d of a (1, 64, 56, 56) NCHW value and (64, 64, 3, 3) OIHW weights
 
-A packed convolution's workload gives the NCHW call it was made of; a dense's weight is
-a constant (of zeros), as a model's is, so that AlterOpLayout's packed form is among its
-forms.
+A packed convolution's workload gives the NCHW call it was made of, and forms_of the
+packed form with the workload's own data block (the block its producer packed it in);
+a dense's weight is a constant (of zeros), as a model's is, so that AlterOpLayout's
+packed form is among its forms.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from compiler import graph
+from compiler.graph.alter_op_layout import implementation_forms
 from compiler.graph.expr import Call
 
 
@@ -64,3 +66,15 @@ def call_of(name: str, args: tuple) -> Call | None:
     params, body = _CALLS[name](*args)
     return graph.transform.InferType()(graph.IRModule.from_expr(
         graph.Function(params, body)))["main"].body
+
+
+def forms_of(name: str, args: tuple) -> list[Call]:
+    """The typed forms the build may run the call of template `name`'s workload `args`
+    in (alter_op_layout.implementation_forms, a packed convolution's data in the
+    workload's own block), or [] for a template no graph op uses."""
+    call = call_of(name, args)
+    if call is None:
+        return []
+    block = {"conv2d_nchwc": lambda: args[9], "depthwise_conv2d_nchwc": lambda: args[8]}
+    layout = f"NCHW{block[name]()}c" if name in block else "NCHW"
+    return implementation_forms(call, layout)

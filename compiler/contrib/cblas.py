@@ -14,7 +14,7 @@ import numpy as np
 from ..codegen.compile import optimized_text
 from ..codegen.llvm import CodeGenLLVM
 from ..errors import BuildError
-from ..graph.alter_op_layout import altered_forms
+from ..graph.alter_op_layout import implementation_forms
 from ..graph.chooser import Choice, choose_implementation
 from ..graph.expr import Call, Function, Tuple, Var
 from ..graph.functor import post_order
@@ -54,7 +54,7 @@ def takes(call: Call) -> bool:
     unless the log says a tuned kernel is better (its record is tuning's measurement of
     the library templates, search_spaces/library.py)."""
     return computes(call) and picks_library(choose_implementation(
-        [call, *altered_forms(call)], libraries=(TARGET,)))
+        implementation_forms(call), libraries=(TARGET,), applies=False))
 
 
 def picks_library(choice: Choice) -> bool:

@@ -40,6 +40,7 @@ from .op import Op, get_op_attr, register_op_attr
 from .op.layout import is_packed, layout_transform
 from .chooser import choose_implementation
 from .strategy import candidates
+from .ty import TupleType
 
 ALTER_ATTR = "alter_op_layout"
 """The op attribute a registered alteration hangs on."""
@@ -59,9 +60,9 @@ class LayoutContext(ExprMutator):
     """The pass, and what a layout rule sees of it (see op/layout_rules.py): the layout of
     each rewritten value, the NCHW type it had, and the transforms between layouts.
 
-    choose: whether `alter(..., choose=True)` asks the logged records which
-        implementation of the op to keep (False: the altered form, as a probe of what
-        the rule would make of a call wants)."""
+    choose: whether `alter(..., choose=True)` asks the chooser which form of the op to
+        keep (False: the altered form, as a probe of what the rule would make of a call
+        wants)."""
 
     def __init__(self, choose: bool = True):
         super().__init__()
@@ -73,13 +74,13 @@ class LayoutContext(ExprMutator):
     def visit(self, expr: Expr) -> Expr:
         out = super().visit(expr)
         self._nchw_type.setdefault(id(out), expr.ty)
-        if isinstance(out, TupleGetItem) and isinstance(out.tuple_value, Tuple):
-            self._layout.setdefault(id(out), self.layout_of(out.tuple_value.fields[out.index]))
         return out
 
     def layout_of(self, expr: Expr) -> str:
-        """The layout `expr` is in ("NCHW" for a tuple: its fields have their own)."""
-        return self._layout.get(id(expr), "NCHW")
+        """The layout `expr` is in; a field read out of a tuple (through any chain of
+        TupleGetItem) is in its field's ("NCHW" for a tuple itself: its fields have
+        their own)."""
+        return self._layout.get(id(_field(expr)), "NCHW")
 
     def nchw_type(self, expr: Expr):
         """The type `expr` has in NCHW (the type of the value it replaces)."""
@@ -92,14 +93,16 @@ class LayoutContext(ExprMutator):
 
     def convert(self, expr: Expr, layout: str) -> Expr:
         """`expr` in `layout`: itself, or a layout_transform of it (one per value and
-        layout); a tuple's fields each converted."""
-        if isinstance(expr, Tuple):
-            fields = tuple(self.convert(f, layout) for f in expr.fields)
-            if all(a is b for a, b in zip(fields, expr.fields)):
+        layout); a tuple's fields each converted (a tuple that is no Tuple literal is
+        rebuilt from its converted fields when one of them changes)."""
+        ty = self.nchw_type(expr)
+        if isinstance(expr, Tuple) or isinstance(ty, TupleType):
+            items = expr.fields if isinstance(expr, Tuple) else \
+                [self._typed(TupleGetItem(expr, i), f) for i, f in enumerate(ty.fields)]
+            fields = tuple(self.convert(f, layout) for f in items)
+            if all(a is b for a, b in zip(fields, items)):
                 return expr
-            out = Tuple(fields)
-            self._nchw_type[id(out)] = self.nchw_type(expr)
-            return out
+            return self._typed(Tuple(fields), ty)
         have = self.layout_of(expr)
         if have == layout:
             return expr
@@ -108,23 +111,27 @@ class LayoutContext(ExprMutator):
         key = (id(expr), layout)
         if key not in self._transformed:
             out = self.mark(layout_transform(expr, have, layout), layout)
-            self._nchw_type[id(out)] = self.nchw_type(expr)
-            self._transformed[key] = out
+            self._transformed[key] = self._typed(out, ty)
         return self._transformed[key]
+
+    def _typed(self, expr: Expr, nchw_type) -> Expr:
+        self._nchw_type[id(expr)] = nchw_type
+        return expr
 
     def alter(self, call: Call, fn: Callable, choose: bool = False) -> Expr | None:
         """`fn(attrs, inputs, tinfos, out_type)` (Relay's alteration signature) applied to
         `call` on its NCHW operands: a call that computes in a packed data layout gets its
         data converted into it and its result marked with its out_layout; another
-        expression is returned as it is; None keeps the call. `choose`: a packed form
-        is kept only when the logged records do not say the NCHW implementation is
-        faster (see the module docstring)."""
+        expression is returned as it is; None keeps the call. `choose`: the altered form
+        is kept only when the chooser does not pick an implementation of `call` as it
+        stands (see the module docstring)."""
         nchw = [self.convert(a, "NCHW") for a in call.args]
         types = [self.nchw_type(a) for a in call.args]
         new = fn(dict(call.attrs), nchw, types, call.ty)
+        if isinstance(new, Call) and choose and self.choose and \
+                _keeps_original(call, nchw, types, new):
+            return None
         if isinstance(new, Call) and is_packed(new.attrs.get("data_layout", "NCHW")):
-            if choose and self.choose and _keeps_nchw(call, types, new):
-                return None
             layout = new.attrs["data_layout"]
             out = Call(new.op, (self.convert(call.args[0], layout), *new.args[1:]), new.attrs)
             return self.mark(out, new.attrs.get("out_layout") or layout)
@@ -141,37 +148,75 @@ class LayoutContext(ExprMutator):
         return call if same else Call(call.op, args, call.attrs, call.ty)
 
 
-def altered_forms(call: Call) -> list[Call]:
+def _field(expr: Expr) -> Expr:
+    """The expression a chain of TupleGetItem of Tuple literals reads, else `expr`."""
+    while isinstance(expr, TupleGetItem):
+        inner = _field(expr.tuple_value)
+        if not isinstance(inner, Tuple):
+            return expr
+        expr = inner.fields[expr.index]
+    return expr
+
+
+class _Substitute(ExprMutator):
+    """A rewrite that puts the expressions of `mapping` (by id) in place of others."""
+
+    def __init__(self, mapping: dict):
+        super().__init__()
+        self.mapping = mapping
+
+    def visit(self, expr: Expr) -> Expr:
+        found = self.mapping.get(id(expr))
+        return found if found is not None else super().visit(expr)
+
+
+def altered_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
     """The form the op's layout rule gives the typed `call` on its own, typed, on vars of
-    its arguments' types (a constant weight stays, as the dense's alteration packs it):
-    a dense's nn.contrib_dense_pack, a convolution in NCHW[x]c on transformed operands;
-    [] when it alters nothing. What a probe asks the log about besides `call` itself
-    (the cblas codegen: is a tuned kernel of it faster than the library?)."""
-    args = tuple(a if isinstance(a, Constant) else Var(f"arg{i}", a.ty)
-                 for i, a in enumerate(call.args))
-    new = LayoutContext(choose=False).rewrite_call(Call(call.op, args, call.attrs, call.ty))
+    its arguments' types (a constant weight stays, as the dense's alteration packs it),
+    its data coming in `data_layout`: a dense's nn.contrib_dense_pack, a convolution in
+    NCHW[x]c on transformed operands; [] when it alters nothing."""
+    ctx = LayoutContext(choose=False)
+    args = [a if isinstance(a, Constant) else Var(f"arg{i}", a.ty)
+            for i, a in enumerate(call.args)]
+    params = [a for a in args if isinstance(a, Var)]
+    data = args[0]
+    if is_packed(data_layout):  # the data as a producer packed it
+        data = ctx.mark(ctx._typed(layout_transform(args[0], "NCHW", data_layout),
+                                   args[0].ty), data_layout)
+    new = ctx.rewrite_call(Call(call.op, (data, *args[1:]), call.attrs, call.ty))
     if not isinstance(new, Call) or new.op is call.op and new.attrs == call.attrs:
         return []
-    params = [a for a in args if isinstance(a, Var)]
     return [infer_type(Function(params, new)).body]
 
 
-def _keeps_nchw(call: Call, types: list, packed: Call) -> bool:
-    """Whether the build keeps the convolution `call` in NCHW although its layout rule
-    packs it (as `packed`): the two forms are implementations of one op (the
-    conv2d_nchw and conv2d_nchwc templates, or the depthwise ones), each a task of its
-    own, and the chooser picks among the candidates of both (chooser.choose_implementation,
-    the packed form preferred on a tie: with no record, it is the default). Nothing is
-    applied here: lowering asks again for the form that stays."""
-    data, weight = Var("data", types[0]), Var("weight", types[1])
-    nchw = infer_type(Function([data, weight], Call(call.op, (data, weight), call.attrs))).body
-    layout, kernel_layout = packed.attrs["data_layout"], packed.attrs["kernel_layout"]
-    packed_call = infer_type(Function([data, weight], Call(
-        packed.op, (layout_transform(data, "NCHW", layout),
-                    layout_transform(weight, "OIHW", kernel_layout)), packed.attrs))).body
-    chosen = choose_implementation([packed_call, nchw]).candidate
-    return chosen.workload is not None and \
-        chosen.workload in {c.workload for c in candidates(nchw)}
+def implementation_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
+    """The forms the build may run the typed `call` in, in its order of preference (the
+    altered one first: the default): what every decision among a call's
+    implementations puts to the chooser (AlterOpLayout, the cblas codegen, `autosched
+    log best`), so that they order them alike."""
+    return [*altered_forms(call, data_layout), call]
+
+
+def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
+    """Whether the build keeps `call` as it stands although its layout rule alters it
+    (into `new`, on the operands `nchw`): the two forms are implementations of one op
+    (conv2d_nchw and conv2d_nchwc, dense and dense_pack), each a task of its own, and the
+    chooser picks among the candidates of both, ordered as implementation_forms orders
+    them (with no record, the altered form). Nothing is applied here: lowering asks
+    again for the form that stays."""
+    mapping = {id(a): a if isinstance(a, Constant) else Var(f"arg{i}", t)
+               for i, (a, t) in enumerate(zip(nchw, types))}
+    params = [v for v in mapping.values() if isinstance(v, Var)]
+    original = Call(call.op, tuple(mapping[id(a)] for a in nchw), call.attrs)
+    altered = _Substitute(mapping).visit(new)
+    layout = altered.attrs.get("data_layout", "NCHW")
+    if is_packed(layout):  # its data comes transformed, as the pass will give it
+        altered = Call(altered.op, (layout_transform(altered.args[0], "NCHW", layout),
+                                    *altered.args[1:]), altered.attrs)
+    forms = [infer_type(Function(params, f)).body for f in (altered, original)]
+    chosen = choose_implementation(forms, applies=False).candidate
+    mine = {c.workload for c in candidates(forms[1])} - {c.workload for c in candidates(forms[0])}
+    return chosen.workload in mine - {None}
 
 
 def alter_op_layout(func: Function) -> Function:

@@ -61,9 +61,12 @@ class Chooser:
     """Base of the choosers; `with chooser:` makes it the innermost on this thread until
     the block ends. Subclasses implement `choose`."""
 
-    def choose(self, candidates: list[Candidate], target: Target) -> Choice | None:
+    def choose(self, candidates: list[Candidate], target: Target,
+               applies: bool = True) -> Choice | None:
         """The choice among `candidates` for `target`, or None to leave it to the
-        choosers entered before this one."""
+        choosers entered before this one. `applies`: whether a kernel is built with it
+        (False: a decision between forms of a call, which lowering asks about again):
+        only an applied choice may warn of a missing record or be remembered."""
         return None
 
     def __enter__(self):
@@ -88,25 +91,28 @@ def default_choice(found: list[Candidate]) -> Choice:
     return Choice(best, best.fallback())
 
 
-def choose(found: list[Candidate], target: Target | None = None) -> Choice:
-    """The innermost entered chooser's answer for `found`, else the default's."""
+def choose(found: list[Candidate], target: Target | None = None,
+           applies: bool = True) -> Choice:
+    """The innermost entered chooser's answer for `found`, else the default's
+    (`applies`: see Chooser.choose)."""
     target = Target(target) if target is not None else Target.current() or Target("llvm")
     for chooser in reversed(_STACK.get()):
-        choice = chooser.choose(found, target)
+        choice = chooser.choose(found, target, applies)
         if choice is not None:
             return choice
     return default_choice(found)
 
 
 def choose_implementation(forms: list[Call], target: Target | None = None,
-                          libraries=()) -> Choice:
-    """The one question every decision asks: how the typed call `forms[0]` is
-    implemented, among the candidates of it and of the other forms the build may turn it
-    into (a convolution packed by AlterOpLayout, a dense on packed weights), in that
-    order of preference on a tie. `libraries`: the external codegens the build was asked
-    to use; their candidates join, ahead of every other (nothing measured says
-    otherwise until the log does)."""
+                          libraries=(), applies: bool = True) -> Choice:
+    """The one question every decision asks: how a call is implemented, among the
+    candidates of each of `forms`, the typed forms the build may run it in (a
+    convolution packed by AlterOpLayout or not, a dense on packed weights or not:
+    alter_op_layout.implementation_forms), in that order of preference on a tie.
+    `libraries`: the external codegens the build was asked to use; their candidates
+    join, preferred while nothing is logged (the highest priority) and last on a tie of
+    records. `applies`: see Chooser.choose."""
     found = [c for call in forms for c in candidates(call, target, libraries)]
     top = max(c.priority for c in found) + 1
     found = [dataclasses.replace(c, priority=top) if c.library else c for c in found]
-    return choose(sorted(found, key=lambda c: c.library is None), target)
+    return choose(sorted(found, key=lambda c: c.library is not None), target, applies)

@@ -113,3 +113,21 @@ def test_an_onnx_depthwise_block_ending_in_concat_matches_onnx_runtime_in_its_sh
     got, = lib.run(x=x)
     assert got.shape == want.shape == (1, 48, 7, 7)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_packed_concat_along_axis_minus_3_is_along_the_channels():
+    x = graph.var("x", shape=(1, 16, 5, 5))
+    cat = graph.concatenate([_packed(x), graph.nn.relu(_packed(x))], axis=-3)
+    _build_and_check(graph.Function([x], cat))
+
+
+@pytest.mark.parametrize("case", ["field of a field", "relu of a field of a field",
+                                  "a field that is a tuple"])
+def test_packed_values_in_nested_tuples_leave_in_nchw(case):
+    x = graph.var("x", shape=(1, 16, 5, 5))
+    nested = graph.Tuple([graph.Tuple([_packed(x), x]), x])
+    body = {"field of a field": graph.TupleGetItem(graph.TupleGetItem(nested, 0), 0),
+            "relu of a field of a field": graph.nn.relu(
+                graph.TupleGetItem(graph.TupleGetItem(nested, 0), 0)),
+            "a field that is a tuple": graph.TupleGetItem(nested, 0)}[case]
+    _build_and_check(graph.Function([x], body), n_outputs=2 if case.startswith("a field") else 1)

@@ -132,3 +132,18 @@ def test_probing_the_nchw_implementation_neither_warns_nor_hides_a_later_warning
             assert len(warned) == len(expected), warned
             assert all(any(m.startswith(f"{n}{a}") for n, a in expected) for m in warned)
             assert not ctx.describe(NCHW) and not ctx.describe(CONV)
+
+
+def test_a_convolution_that_is_never_built_is_never_warned_of(tmp_path):
+    """AlterOpLayout's choice between forms applies nothing: a dead convolution (a field
+    of a tuple no one reads), which DeadCodeElimination drops, gets no FallbackWarning."""
+    log(tmp_path / "tune.db", {NCHW: 1e-6})
+    x = graph.var("x", shape=(1, 16, 8, 8))
+    w = graph.const(np.ones((16, 16, 1, 1), "float32"))
+    dead = graph.Tuple([graph.nn.relu(x), graph.nn.conv2d(x, w)])
+    fn = graph.Function([x], graph.TupleGetItem(dead, 0))
+    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET), PassContext(opt_level=3), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph.build(graph.IRModule.from_expr(fn))
+    assert [w for w in caught if w.category is FallbackWarning] == []

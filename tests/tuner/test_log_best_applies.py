@@ -67,3 +67,42 @@ def test_log_best_names_what_the_build_applies(tmp_path, times, applies, picks):
         assert said["build_picks"] == picks or said["build_picks"].startswith(picks + "(")
     assert built(db) == [applies]
     assert built(db, ["cblas"]) == [picks]
+
+
+def test_a_tie_between_the_library_and_a_tuned_kernel_keeps_the_tuned_kernel(tmp_path):
+    db = tmp_path / "t.db"
+    log(db, {NCHW: 1e-6, CBLAS: 1e-6})
+    assert built(db, ["cblas"]) == ["conv2d_nchw"]
+
+
+DENSE = ("dense", (1, 64, 32))
+
+
+def dense_model():
+    x = graph.var("x", shape=(1, 32))
+    w = graph.const(np.random.default_rng(3).standard_normal((64, 32)).astype("float32"))
+    return graph.IRModule.from_expr(graph.Function([x], graph.nn.dense(x, w)))
+
+
+def test_a_dense_logged_unpacked_is_built_unpacked_as_log_best_says(tmp_path):
+    """A dense on constant weights is packed (dense_pack) unless the chooser prefers the
+    dense as it stands: its record is the only one here, so the build runs it, tuned,
+    and log best names it."""
+    db = tmp_path / "t.db"
+    log(db, {DENSE: 1e-6})
+    said = json.loads(CliRunner().invoke(cli, ["log", "best", "dense", "1", "64", "32",
+                                               "--db", str(db), "--json"]).output)
+    assert said["build_applies"] == "dense(1, 64, 32)"
+    with ApplyHistoryBest(db), PassContext(opt_level=3), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no FallbackWarning: the logged record is applied
+        lib = graph.build(dense_model())
+    assert [s["info"]["workload"] for s in lib.plan["steps"]] == ["dense(1, 64, 32)"]
+
+
+def test_log_best_of_a_library_template_without_a_tuned_rival(tmp_path):
+    db = tmp_path / "t.db"
+    log(db, {("batch_matmul_cblas", (2, 8, 8, 8)): 1e-6})
+    shown = CliRunner().invoke(cli, ["log", "best", "batch_matmul_cblas", "2", "8", "8", "8",
+                                     "--db", str(db), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["build_picks"] == "cblas"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import warnings
 
 from compiler.contrib.cblas import picks_library
-from compiler.graph.alter_op_layout import altered_forms
+from compiler import Target
 from compiler.graph.chooser import Choice, choose_implementation
 from compiler.graph.strategy import candidates
 from records import ApplyHistoryBest, FallbackWarning
 from search_spaces.library import LIBRARY
-from search_spaces.workload_calls import call_of
+from search_spaces.workload_calls import forms_of
 
 from .common import format_seconds, task_label
 
@@ -31,14 +31,14 @@ def build_applies(db, task) -> dict:
     "said": a line saying it (and, where the library competes, a second line), and then
     "build_picks": what a build with `--external cblas` gives it to, "times": {workload:
     seconds of its best record}}; {} for a workload of no graph call."""
-    call = call_of(task.name, task.args)
-    if call is None:
+    forms = forms_of(task.name, task.args)
+    if not forms:
         return {}
-    forms = [call, *altered_forms(call)]
-    with ApplyHistoryBest(db, target=task.target) as ctx, warnings.catch_warnings():
+    with Target(task.target), ApplyHistoryBest(db, target=task.target) as ctx, \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
-        plain = choose_implementation(forms)
-        library = choose_implementation(forms, libraries=(LIBRARY,))
+        plain = choose_implementation(forms, applies=False)
+        library = choose_implementation(forms, libraries=(LIBRARY,), applies=False)
         rivals = [c for f in forms for c in candidates(f, task.target, (LIBRARY,))
                   if c.workload is not None]
         times = {task_label(*c.workload): r.seconds for c in rivals
@@ -47,11 +47,12 @@ def build_applies(db, task) -> dict:
     said = [f"the build applies {_label(plain)} ({why})"]
     found = {"build_applies": _label(plain), "times": times}
     if any(c.library == LIBRARY for c in rivals):
-        first = next(c for c in rivals if c.library is None)
+        own = [c for c in candidates(forms[-1], task.target, (LIBRARY,)) if c.workload]
+        first = next((c for c in own if c.library is None), own[0])  # the call as it is
         if picks_library(library):
             picks = LIBRARY
             why = f"{_time(library)} against the tuned {_label(plain)}'s {_time(plain)}" \
-                if plain.report else "the log has no tuned kernel of it"
+                if plain.report else f"{_time(library)}, and the log has no tuned kernel of it"
         else:
             picks = _label(library)
             lib = next(c for c in rivals if c.library == LIBRARY)

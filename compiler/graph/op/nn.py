@@ -134,7 +134,7 @@ def _batch_matmul_rel(types, attrs):
 
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
             compute=_dense_compute, reference=lambda a, at: a[0] @ a[1].T,
-            layout=lambda ctx, c: ctx.alter(c, alter_dense_pack),
+            layout=lambda ctx, c: ctx.alter(c, alter_dense_pack, choose=True),
             samples=lambda: [([_t(7, 13), _t(37, 13)], {}), ([_t(2, 7, 13), _t(5, 13)], {}),
                              ([_t(13), _t(7, 13)], {})])
 register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,

@@ -126,7 +126,7 @@ def _concatenate_layout(ctx, call: Call) -> Expr | None:
     layout = layouts.pop()
     if any(ctx.nchw_type(f).shape[1] % block_of(layout) for f in fields):
         return None
-    return ctx.mark(Call(call.op, call.args, call.attrs), layout)
+    return ctx.mark(Call(call.op, call.args, {**call.attrs, "axis": 1}), layout)
 
 
 def _concatenate_samples():
