@@ -19,7 +19,9 @@ from tuner.tune import tune
 @pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
 def test_tuning_the_blur_finds_a_config_that_matches_numpy(local_ray, tmp_path):
     task = Task("blur", (37, 100))
-    with Measurer(n_parallel=2) as measurer:
+    # one short timing per candidate: what is checked is the search and its result,
+    # not how well the timings rank the configs
+    with Measurer(n_parallel=2, repeat=1, min_repeat_ms=0) as measurer:
         result = tune(task, 32, tuner="xgb", measurer=measurer, seed=0,
                       db=tmp_path / "blur.db")
     assert result.trials == 32 and math.isfinite(result.best_cost)
