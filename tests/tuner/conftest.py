@@ -9,6 +9,7 @@ import pytest
 
 
 def pytest_configure(config):
+    """Register the `own_ray` marker (see the module docstring)."""
     config.addinivalue_line("markers", "own_ray: shuts the session's local Ray down to join "
                                        "a Ray of its own; runs last")
 
