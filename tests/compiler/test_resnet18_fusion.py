@@ -24,12 +24,20 @@ DOWN_BLOCK = [(False, True), (False, False), (True, True)]
 EXPECTED = STEM + FIRST_BLOCK * 2 + (DOWN_BLOCK + FIRST_BLOCK) * 3
 
 
-@pytest.mark.parametrize("opt_level", [2, 3])
-def test_each_of_resnet18s_20_convolutions_is_one_kernel_with_its_bn_relu_and_add(opt_level):
+@pytest.fixture(scope="module")
+def model_and_expected():
+    """The model, an input and ONNX Runtime's output, made once for both opt levels."""
     m = resnet18(size=64)
     x = np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype("float32")
     want, = ort.InferenceSession(m.SerializeToString(),
                                  providers=["CPUExecutionProvider"]).run(None, {"input": x})
+    return m, x, want
+
+
+@pytest.mark.parametrize("opt_level", [2, 3])
+def test_each_of_resnet18s_20_convolutions_is_one_kernel_with_its_bn_relu_and_add(
+        model_and_expected, opt_level):
+    m, x, want = model_and_expected
     mod, params = from_onnx(m)
     with PassContext(opt_level=opt_level):
         lib = graph.build(mod, params=params)

@@ -1,7 +1,9 @@
-"""The autosched command line (tuner/cli/), run through its console script as a user
-runs it: tuning on a real local Ray (a tasks file, resuming, SIGINT / SIGTERM), every
-`log` query with --json parsed back, space, templates, bench, plot, and every kind of
-bad input (exit 2, one line on stderr, the log untouched)."""
+"""The autosched command line (tuner/cli/): tuning on a real local Ray (a tasks file,
+resuming, SIGINT / SIGTERM), every `log` query with --json parsed back, space, templates,
+bench, plot, and every kind of bad input (exit 2, one line on stderr, the log untouched).
+What a command does is run in this process on the session's Ray (cli_check.invoke); the
+signals, the exit codes of bad input and one call of each command run the console script
+in a subprocess, as a user runs it."""
 from __future__ import annotations
 
 import json
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-AUTOSCHED = Path(sys.executable).parent / "autosched"
+from cli_check import AUTOSCHED, autosched, invoke
+
 BATCH = 4
 TASKS = [{"template": "matmul", "args": [16, 16, 16]},
          {"template": "dense_bias_relu", "args": [16, 16, 16]}]
@@ -26,17 +29,9 @@ RECORDS = 16 + len(TASKS) + 2 * 16 // BATCH
 pytestmark = pytest.mark.slow
 
 
-def run(*args, cwd, env=None, timeout=240) -> subprocess.CompletedProcess:
-    """`autosched ARGS` in `cwd`, without the caller's AUTOSCHED_DB unless `env` sets it."""
-    environ = {k: v for k, v in os.environ.items() if k != "AUTOSCHED_DB"}
-    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd,
-                          env={**environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def query(*args, cwd):
     """The parsed JSON that `autosched ARGS --json` prints."""
-    result = run(*args, "--json", cwd=cwd)
+    result = invoke(*args, "--json", cwd=cwd)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -51,13 +46,13 @@ def records_in(db: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
+def tuned(tmp_path_factory, local_ray):
     """A directory with tune.db: both TASKS tuned by one `autosched tune --tasks` run with
     the random tuner (16 trials, batches of 4), and that run's output."""
     where = tmp_path_factory.mktemp("cli")
     (where / "tasks.json").write_text(json.dumps(TASKS))
-    result = run("tune", "--tasks", "tasks.json", "--trials", 16, "--batch-size", BATCH,
-                 "--tuner", "random", "--seed", 0, "--db", "tune.db", cwd=where)
+    result = invoke("tune", "--tasks", "tasks.json", "--trials", 16, "--batch-size", BATCH,
+                    "--tuner", "random", "--seed", 0, "--db", "tune.db", cwd=where)
     assert result.returncode == 0, result.stderr
     return where, result
 
@@ -87,15 +82,15 @@ def test_tune_resumes_from_the_log_and_never_measures_a_config_twice(tuned, tmp_
     shutil.copy(tuned[0] / "tune.db", tmp_path / "resumed.db")
     before = {t["template"]: t["records"]
               for t in query("log", "tasks", "--db", "resumed.db", cwd=tmp_path)}
-    result = run("tune", "matmul", 16, 16, 16, "--trials", BATCH, "--batch-size", BATCH,
-                 "--tuner", "random", "--seed", 0, cwd=tmp_path,
-                 env={"AUTOSCHED_DB": "resumed.db"})  # the log from the environment
+    result = invoke("tune", "matmul", 16, 16, 16, "--trials", BATCH, "--batch-size", BATCH,
+                    "--tuner", "random", "--seed", 0, cwd=tmp_path,
+                    env={"AUTOSCHED_DB": "resumed.db"})  # the log from the environment
     assert result.returncode == 0, result.stderr
     after = {t["template"]: t["records"]
              for t in query("log", "tasks", "--db", "resumed.db", cwd=tmp_path)}
     # a batch and its control, twice; the fallback was logged
     assert after == {**before, "matmul": before["matmul"] + BATCH + 2}
-    exported = run("log", "export", "matmul", 16, 16, 16, "--db", "resumed.db", cwd=tmp_path)
+    exported = invoke("log", "export", "matmul", 16, 16, 16, "--db", "resumed.db", cwd=tmp_path)
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     indices = [line["config"]["config_index"] for line in lines
                if line["result"]["role"] != "control"]
@@ -144,10 +139,10 @@ def test_log_best_names_the_task_by_its_arguments_or_its_id(tuned):
     assert best["confirmed_gflops"] == pytest.approx(tasks[0]["best_gflops"])
     assert best["confirmed_rank"] == 1 and best["gflops"] > 0  # and the logged figure
     assert set(best["knobs"]) == set(best["knobs_readable"]) and "tile_x" in best["knobs"]
-    table = run("log", "best", "matmul", 16, 16, 16, "--db", "tune.db", cwd=where).stdout
+    table = invoke("log", "best", "matmul", 16, 16, 16, "--db", "tune.db", cwd=where).stdout
     assert "tile_x" in table and "GFLOPS" in table and "confirmed" in table
     assert "logged" in table
-    ambiguous = run("log", "best", "--db", "tune.db", cwd=where)
+    ambiguous = invoke("log", "best", "--db", "tune.db", cwd=where)
     assert ambiguous.returncode == 2 and "--task ID" in ambiguous.stderr
 
 
@@ -169,13 +164,13 @@ def test_log_top_history_and_failures(tuned):
     failures = query("log", "failures", "--db", "tune.db", cwd=where)
     tasks = query("log", "tasks", "--db", "tune.db", cwd=where)
     assert sum(f["count"] for f in failures) == sum(t["errors"] for t in tasks)
-    assert run("log", "history", "matmul", 16, 16, 16, "--db", "tune.db",
-               cwd=where).stdout.count("best GFLOPS") == 1
+    assert invoke("log", "history", "matmul", 16, 16, 16, "--db", "tune.db",
+                  cwd=where).stdout.count("best GFLOPS") == 1
 
 
 def test_log_confirm_confirms_what_is_not_and_a_named_task_again(tuned, tmp_path):
     shutil.copy(tuned[0] / "tune.db", tmp_path / "cut.db")
-    nothing = run("log", "confirm", "--db", "cut.db", cwd=tmp_path)
+    nothing = invoke("log", "confirm", "--db", "cut.db", cwd=tmp_path)
     assert nothing.returncode == 0 and "is confirmed" in nothing.stdout
     with sqlite3.connect(tmp_path / "cut.db") as conn:  # as if both runs had been cut
         conn.execute("DELETE FROM confirmed")
@@ -189,7 +184,7 @@ def test_log_confirm_confirms_what_is_not_and_a_named_task_again(tuned, tmp_path
     assert all(t["confirmed"] for t in tasks)
     best = query("log", "best", "matmul", 16, 16, 16, "--db", "cut.db", cwd=tmp_path)
     assert best["confirmed_cost"] == pytest.approx(rows[0]["confirmed_cost"])
-    again = run("log", "confirm", "matmul", 16, 16, 16, "--db", "cut.db", cwd=tmp_path)
+    again = invoke("log", "confirm", "matmul", 16, 16, 16, "--db", "cut.db", cwd=tmp_path)
     assert again.returncode == 0 and "1 task(s) confirmed" in again.stdout
     assert query("log", "stats", "--db", "cut.db", cwd=tmp_path)["records"] == RECORDS
 
@@ -203,11 +198,11 @@ def test_log_stats(tuned):
 
 def test_log_export_import_and_merge_move_every_record_once(tuned, tmp_path):
     where, _ = tuned
-    exported = run("log", "export", "--db", where / "tune.db", cwd=tmp_path)
+    exported = invoke("log", "export", "--db", where / "tune.db", cwd=tmp_path)
     lines = exported.stdout.splitlines()
     assert len(lines) == RECORDS and all(json.loads(line) for line in lines)
-    best = run("log", "export", "--best-only", "-o", "best.jsonl", "--db", where / "tune.db",
-               cwd=tmp_path)
+    best = invoke("log", "export", "--best-only", "-o", "best.jsonl", "--db", where / "tune.db",
+                  cwd=tmp_path)
     assert best.returncode == 0 and len((tmp_path / "best.jsonl").read_text().splitlines()) == 2
     (tmp_path / "all.jsonl").write_text("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n")
     report = query("log", "import", "all.jsonl", "--db", "new.db", cwd=tmp_path)
@@ -248,7 +243,7 @@ def test_space_lists_the_knobs_and_the_size(tmp_path):
         assert knob["choices"] == len(knob["values"]) and knob["fallback"] in knob["values"]
         size *= knob["choices"]
     assert space["size"] == size and space["args"] == [16, 16, 16, "float32"]
-    table = run("space", "conv2d_nchw", 1, 8, 8, 8, 8, 3, 3, cwd=tmp_path).stdout
+    table = invoke("space", "conv2d_nchw", 1, 8, 8, 8, 8, 3, 3, cwd=tmp_path).stdout
     assert "tile_f" in table and "split" in table and "configs" in table
 
 
@@ -257,7 +252,7 @@ def test_templates_lists_every_template_with_its_arguments(tmp_path):
     assert {"matmul", "dense_bias_relu", "batch_matmul", "conv2d_nchw",
             "depthwise_conv2d_nchw"} <= set(found)
     assert "dtype" in found["matmul"]
-    assert "[dtype:str='float32']" in run("templates", cwd=tmp_path).stdout
+    assert "[dtype:str='float32']" in autosched("templates", cwd=tmp_path).stdout
 
 
 def test_bench_times_the_fallback_the_best_logged_config_and_the_references(tuned):
@@ -273,8 +268,8 @@ def test_bench_times_the_fallback_the_best_logged_config_and_the_references(tune
     conv_names = [k["name"] for k in conv["kernels"]]
     assert "numpy reference (float64)" in conv_names and "numpy" not in conv_names
     assert all(k["correct"] for k in conv["kernels"])
-    table = run("bench", "batch_matmul", 2, 8, 8, 8, "--repeat", 2, "--db", "tune.db",
-                cwd=where)
+    table = autosched("bench", "batch_matmul", 2, 8, 8, 8, "--repeat", 2, "--db", "tune.db",
+                      cwd=where)
     assert table.returncode == 0 and "fallback config" in table.stdout
     assert "no valid record of batch_matmul" in table.stdout
 
@@ -309,7 +304,7 @@ def test_bad_input_is_one_line_and_exit_2_and_creates_no_log(tmp_path, case):
     args, says = BAD_INPUTS[case]
     (tmp_path / "tasks.json").write_text(json.dumps([TASKS[0], {"template": "convv2d",
                                                                 "args": [1]}]))
-    result = run(*args, cwd=tmp_path, timeout=60)
+    result = autosched(*args, cwd=tmp_path, timeout=60)
     assert result.returncode == 2, result.stderr
     assert says in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
@@ -318,7 +313,7 @@ def test_bad_input_is_one_line_and_exit_2_and_creates_no_log(tmp_path, case):
 
 def test_a_query_naming_an_unknown_template_suggests_the_nearest(tuned):
     where, _ = tuned
-    result = run("log", "best", "matmull", 16, 16, 16, "--db", "tune.db", cwd=where)
+    result = invoke("log", "best", "matmull", 16, 16, 16, "--db", "tune.db", cwd=where)
     assert result.returncode == 2 and "did you mean 'matmul'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -327,7 +322,7 @@ def test_a_query_naming_an_unknown_template_suggests_the_nearest(tuned):
                                   ["log", "best", "matmul", 16, 16, 16]])
 def test_a_db_that_is_not_sqlite_is_refused_and_left_as_it_was(not_sqlite, args):
     before = not_sqlite.read_bytes(), not_sqlite.stat().st_mtime_ns
-    result = run(*args, "--db", not_sqlite, cwd=not_sqlite.parent, timeout=60)
+    result = invoke(*args, "--db", not_sqlite, cwd=not_sqlite.parent)
     assert result.returncode == 2 and "not a SQLite database" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert (not_sqlite.read_bytes(), not_sqlite.stat().st_mtime_ns) == before

@@ -1,11 +1,12 @@
-"""`autosched compile` and `autosched run` through the console script: an ONNX model
-compiled to one file, run on given inputs with the outputs written and checked against
-ONNX Runtime, profiled; bad models and options are one line on stderr and exit 2."""
+"""`autosched compile` and `autosched run`: an ONNX model compiled to one file, run on
+given inputs with the outputs written and checked against ONNX Runtime, profiled; bad
+models and options are one line on stderr and exit 2; a model tuned, compiled with the
+log and benchmarked. The compiled file is run by the console script in a fresh process,
+and a missing log and a bad `run` are exit statuses of the console script; the rest runs
+in this process (cli_check.invoke), tuning on the session's Ray."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,28 +19,24 @@ ort = pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
 from test_onnx_frontend import mobile_block, pads_and_concat  # noqa: E402
 
-AUTOSCHED = Path(sys.executable).parent / "autosched"
+from cli_check import autosched, invoke  # noqa: E402
+
 pytestmark = pytest.mark.slow
-
-
-def run(*args, cwd):
-    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=240, env={**os.environ})
 
 
 def test_compile_then_run_matches_onnx_runtime(tmp_path):
     m = mobile_block()
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     onnx.save(m, tmp_path / "block.onnx")
-    compiled = run("compile", "block.onnx", "-o", "block.so", "--shape", "x:1,13,37,37",
-                   "--json", cwd=tmp_path)
+    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--shape", "x:1,13,37,37",
+                      "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     report = json.loads(compiled.stdout)
     assert [c["ops"][0] for c in report["calls"]][:2] == ["nn.conv2d", "nn.conv2d"]
     x = np.random.default_rng(1).standard_normal((1, 13, 37, 37)).astype("float32")
     np.savez(tmp_path / "in.npz", x=x)
-    ran = run("run", "block.so", "--inputs", "in.npz", "--outputs", "out.npz", "--repeat", 3,
-              "--profile", "--json", cwd=tmp_path)
+    ran = autosched("run", "block.so", "--inputs", "in.npz", "--outputs", "out.npz", "--repeat", 3,
+                    "--profile", "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
     assert result["outputs"] == [[1, 37]] and len(result["profile"]) == len(report["calls"])
@@ -48,7 +45,7 @@ def test_compile_then_run_matches_onnx_runtime(tmp_path):
                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-4,
                                atol=1e-4)
-    table = run("run", "block.so", "--repeat", 2, "--profile", cwd=tmp_path)
+    table = invoke("run", "block.so", "--repeat", 2, "--profile", cwd=tmp_path)
     assert table.returncode == 0 and "nn.conv2d" in table.stdout and "median" in table.stdout
 
 
@@ -70,7 +67,8 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
         (("compile", "dynamic.onnx", "-o", "d.so", "--shape", "x=1,2"), "NAME:D1,D2"),
         (("run", "dynamic.onnx"), "dynamic.onnx"),
     ]:
-        done = run(*args, cwd=tmp_path)
+        call = autosched if args[0] == "run" else invoke  # `run`'s exit status, for real
+        done = call(*args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
         assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "t.db").exists()  # bad input creates no log
@@ -90,8 +88,8 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
         db.add(task, [tuner.MeasureInput(task, logged)],
                [tuner.MeasureResult((1e-6, 1e-6), tuner.MeasureErrorNo.NO_ERROR, "", 0.01,
                                     1.0, "testhost")])
-    compiled = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
-                   cwd=tmp_path)
+    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+                      cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]]
     assert infos[0]["template"] == "depthwise_conv2d_nchw" and infos[0]["fallback"] is True
@@ -101,19 +99,19 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
                         "record_gflops": pytest.approx(task.flop / 1e-6 / 1e9),
                         "confirmed": False, "tier": "target"}
     assert isinstance(record, int)
-    table = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
+    table = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     assert "conv2d_nchw: logged config #5 (record" in table.stdout  # N, its GFLOPS)
     assert f"{record}, {task.flop / 1e-6 / 1e9:.1f} GFLOPS)" in table.stdout
     assert "depthwise_conv2d_nchw: fallback config" in table.stdout
-    missing = run("compile", "block.onnx", "-o", "block.so", "--db", "nope.db", cwd=tmp_path)
+    missing = autosched("compile", "block.onnx", "-o", "block.so", "--db", "nope.db", cwd=tmp_path)
     assert missing.returncode == 2 and "nope.db: no tuning log there" in missing.stderr
-    ran = run("run", "block.so", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
+    ran = invoke("run", "block.so", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["profile"][1]["config"] == "#5"
 
 
-def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(tmp_path):
+def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(local_ray, tmp_path):
     """The product's promise on a small model: `tune MODEL.onnx` extracts its tasks (the
     block's depthwise and pointwise convolutions, weight 1 each), tunes them with the
     model's estimated latency in its progress lines, resumes without measuring a config
@@ -122,16 +120,16 @@ def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(tmp_path):
     import records
     import tuner
     onnx.save(mobile_block(), tmp_path / "block.onnx")
-    tuned = run("tune", "block.onnx", "--trials", 16, "--batch-size", 8, "--db", "tune.db",
-                "--seed", 0, cwd=tmp_path)
+    tuned = invoke("tune", "block.onnx", "--trials", 16, "--batch-size", 8, "--db", "tune.db",
+                   "--seed", 0, cwd=tmp_path)
     assert tuned.returncode == 0, tuned.stderr
     out = tuned.stdout
     assert "block.onnx: 2 tasks for 2 kernel calls" in out
     assert "depthwise_conv2d_nchw(1, 13, 37, 37, 3, 3, 2, 1)" in out
     assert "model est." in out and "x untuned)" in out
     assert "autosched compile block.onnx -o block.so --db tune.db" in out
-    again = run("tune", "block.onnx", "--trials", 8, "--batch-size", 8, "--db", "tune.db",
-                cwd=tmp_path)
+    again = invoke("tune", "block.onnx", "--trials", 8, "--batch-size", 8, "--db", "tune.db",
+                   cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     tasks = [tuner.Task("depthwise_conv2d_nchw", (1, 13, 37, 37, 3, 3, 2, 1)),
              tuner.Task("conv2d_nchw", (1, 13, 19, 19, 37, 1, 1, 1, 0))]
@@ -141,15 +139,15 @@ def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(tmp_path):
         assert all(len(t) == len(set(t)) for t in trials)  # nothing measured twice
         assert sum(map(len, trials)) == 16 + 8 + 2  # the trials and the two fallbacks
         assert all(db.confirmation(t) is not None for t in tasks)
-    compiled = run("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
-                   cwd=tmp_path)
+    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+                      cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]][:2]
     assert [i["template"] for i in infos] == ["depthwise_conv2d_nchw", "conv2d_nchw"]
     assert all(i["record"] is not None and i["confirmed"] and i["record_gflops"] > 0
                for i in infos)
-    bench = run("bench", "block.onnx", "--db", "tune.db", "--repeat", 3, "--json",
-                cwd=tmp_path)
+    bench = invoke("bench", "block.onnx", "--db", "tune.db", "--repeat", 3, "--json",
+                   cwd=tmp_path)
     assert bench.returncode == 0, bench.stderr
     rows = json.loads(bench.stdout)["rows"]
     assert [r["name"].split(" (")[0] for r in rows] == [

@@ -1,6 +1,7 @@
 """On a Ray cluster, candidates are timed only on a node that advertises the target's
 timing resource, while builds may run anywhere (ray.cluster_utils.Cluster: two nodes on
-this machine, only the second one may time)."""
+this machine, only the second one may time). The cluster replaces the session's local
+Ray (own_ray: these tests run last), and both tests share it."""
 from __future__ import annotations
 
 import pytest
@@ -10,11 +11,14 @@ from tuner import MeasureErrorNo, MeasureInput, Measurer, Task
 from tuner.ray_session import timing_resource
 
 
-@pytest.fixture
+pytestmark = pytest.mark.own_ray
+
+
+@pytest.fixture(scope="module")
 def two_node_cluster():
     import ray
     from ray.cluster_utils import Cluster
-    ray.shutdown()  # the other tests' local Ray; Measurer starts it again on demand
+    ray.shutdown()  # the session's local Ray: own_ray tests run after every test that uses it
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     timing_node = cluster.add_node(num_cpus=1, resources={timing_resource(Target("llvm")): 1})
     cluster.wait_for_nodes()

@@ -27,6 +27,13 @@ RESNET18_LAYERS = [((3, 64, 64, 7, 2, 3), 1), ((64, 16, 64, 3, 1, 1), 4),
                    ((512, 2, 512, 3, 1, 1), 3)]
 
 
+@pytest.fixture(scope="module")
+def resnet():
+    """ResNet-18's ONNX model on a 64x64 image, written once for the module's tests
+    (its random weights take a while; every test imports it afresh)."""
+    return resnet18(size=64)
+
+
 def resnet_tasks(packed: bool) -> list[tuple[Task, int]]:
     out = []
     for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
@@ -39,8 +46,8 @@ def resnet_tasks(packed: bool) -> list[tuple[Task, int]]:
 
 
 @pytest.mark.parametrize("opt_level", [2, 3])
-def test_resnet18s_tasks_are_its_distinct_layers_weighted_by_their_kernels(opt_level):
-    mod, params = from_onnx(resnet18(size=64))
+def test_resnet18s_tasks_are_its_distinct_layers_weighted_by_their_kernels(resnet, opt_level):
+    mod, params = from_onnx(resnet)
     with PassContext(opt_level=opt_level):
         tasks, weights = extract_tasks(mod, params)
     assert list(zip(tasks, weights)) == resnet_tasks(packed=opt_level == 3)
@@ -59,11 +66,11 @@ def test_small_models_give_their_depthwise_pointwise_dense_and_matmul_tasks():
     assert weights == [1, 1]
 
 
-def test_extraction_lowers_no_kernel(monkeypatch):
+def test_extraction_lowers_no_kernel(resnet, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("extraction lowered a kernel")
     monkeypatch.setattr(sys.modules["compiler.graph.build"], "lower_function", refuse)
-    mod, params = from_onnx(resnet18(size=64))
+    mod, params = from_onnx(resnet)
     tasks, _ = extract_tasks(mod, params)
     assert len(tasks) == 12
     with pytest.raises(AssertionError, match="lowered"):
@@ -82,8 +89,8 @@ def test_a_task_of_a_kernel_with_a_tail_is_the_bare_anchors_workload():
     assert tasks == [Task("conv2d_nchw", (1, 16, 9, 9, 16, 3, 3, 1, 1))] and weights == [2]
 
 
-def test_alternatives_add_the_nchw_implementations_of_the_packed_convolutions():
-    mod, params = from_onnx(resnet18(size=64))
+def test_alternatives_add_the_nchw_implementations_of_the_packed_convolutions(resnet):
+    mod, params = from_onnx(resnet)
     with PassContext(opt_level=3):
         tasks, weights = extract_tasks(mod, params, alternatives=True)
     packed, nchw = resnet_tasks(packed=True), resnet_tasks(packed=False)[:-1]

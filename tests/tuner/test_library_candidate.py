@@ -4,13 +4,12 @@ library's templates beside the tuned ones; the real builder and runner measure a
 library's kernel (checked against numpy) once; the build gives a dense to the library
 only when the log says it beats the tuned kernel (times from a fake measurer, the log a
 real SQLite file); `autosched log best` says which one the build picks; the whole loop
-through the command line on an MLP, against ONNX Runtime."""
+through the command line on an MLP, against ONNX Runtime (in this process on the
+session's Ray, but for the compiled file, which a fresh process runs)."""
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -27,7 +26,8 @@ from tuner import Measurer, Task, extract_tasks, tune
 sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
 from test_onnx_frontend import input_and_expected, mlp  # noqa: E402
 
-AUTOSCHED = Path(sys.executable).parent / "autosched"
+from cli_check import autosched, invoke  # noqa: E402
+
 rng = np.random.default_rng(23)
 WEIGHT = rng.standard_normal((40, 37)).astype("float32")
 
@@ -107,46 +107,41 @@ def test_the_build_gives_a_dense_to_the_library_only_when_its_logged_time_beats_
     assert built_with(tmp_path / "tuned.db") == ["dense_pack"]  # never measured: not used
 
 
-def run(*args, cwd):
-    return subprocess.run([str(AUTOSCHED), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={**os.environ})
-
-
 def test_log_best_says_which_one_the_build_picks(tmp_path):
     tune_both(tmp_path / "t.db", library_seconds=1e-3, tuned_seconds=2e-3)
-    shown = run("log", "best", "dense_pack", 13, 40, 37, 40, "--db", "t.db", cwd=tmp_path)
+    shown = invoke("log", "best", "dense_pack", 13, 40, 37, 40, "--db", "t.db", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "with --external cblas the build gives dense(13, 40, 37) to cblas: 1.000 ms " \
            "against the tuned dense_pack(13, 40, 37, 40)'s 2.000 ms" in shown.stdout
-    lib = run("log", "best", "dense_cblas", 13, 40, 37, "--db", "t.db", "--json",
-              cwd=tmp_path)
+    lib = invoke("log", "best", "dense_cblas", 13, 40, 37, "--db", "t.db", "--json",
+                 cwd=tmp_path)
     assert json.loads(lib.stdout)["build_picks"] == "cblas"
 
 
 @pytest.mark.slow
-def test_tune_then_compile_an_mlp_with_external_cblas_and_run_it(tmp_path):
+def test_tune_then_compile_an_mlp_with_external_cblas_and_run_it(local_ray, tmp_path):
     import onnx
     m = mlp()
     onnx.save(m, tmp_path / "mlp.onnx")
-    tuned = run("tune", "mlp.onnx", "--external", "cblas", "--trials", 12, "--batch-size", 4,
-                "--db", "t.db", "--seed", 0, cwd=tmp_path)
+    tuned = invoke("tune", "mlp.onnx", "--external", "cblas", "--trials", 12, "--batch-size", 4,
+                   "--db", "t.db", "--seed", 0, cwd=tmp_path)
     assert tuned.returncode == 0, tuned.stderr
     assert "dense_cblas(5, 37, 13)" in tuned.stdout and "matmul_cblas(5, 7, 37)" in tuned.stdout
-    compiled = run("compile", "mlp.onnx", "-o", "mlp.so", "--db", "t.db", "--external",
-                   "cblas", "--json", cwd=tmp_path)
+    compiled = invoke("compile", "mlp.onnx", "-o", "mlp.so", "--db", "t.db", "--external",
+                      "cblas", "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     calls = json.loads(compiled.stdout)["calls"]
     for op, library, args in (("nn.dense", "dense_cblas", (5, 37, 13)),
                               ("matmul", "matmul_cblas", (5, 7, 37))):
-        picks = json.loads(run("log", "best", library, *args, "--db", "t.db", "--json",
-                               cwd=tmp_path).stdout)["build_picks"]
+        picks = json.loads(invoke("log", "best", library, *args, "--db", "t.db", "--json",
+                                  cwd=tmp_path).stdout)["build_picks"]
         call = next(c for c in calls if op in c["ops"])
         assert (call["info"].get("external") == "cblas") == (picks == "cblas"), (picks, call)
     x, want = input_and_expected(m)
     np.savez(tmp_path / "x.npz", x=x)
-    ran = run("run", "mlp.so", "--inputs", "x.npz", "--outputs", "y.npz", cwd=tmp_path)
+    ran = autosched("run", "mlp.so", "--inputs", "x.npz", "--outputs", "y.npz", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     got = np.load(tmp_path / "y.npz")
     np.testing.assert_allclose(got[got.files[0]], want, rtol=1e-4, atol=1e-4)
-    bad = run("compile", "mlp.onnx", "-o", "x.so", "--external", "cblas,dnnl", cwd=tmp_path)
+    bad = invoke("compile", "mlp.onnx", "-o", "x.so", "--external", "cblas,dnnl", cwd=tmp_path)
     assert bad.returncode == 2 and "no external codegen 'dnnl'" in bad.stderr

@@ -7,13 +7,11 @@ import importlib
 import json
 import math
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import records
+from cli_check import invoke
 from fake_measurer import FakeMeasurer, bowl_cost, trials_of
 from tuner import Measurer, Task
 from tuner.random_tuner import RandomTuner
@@ -159,10 +157,8 @@ def test_tune_logs_the_same_kinds_of_records_as_the_command_line(local_ray, tmp_
     with Measurer(n_parallel=2) as measurer:
         tune(task, 4, tuner="random", db=tmp_path / "api.db", measurer=measurer, seed=0,
              batch_size=4)
-    cli = subprocess.run(
-        [str(Path(sys.executable).parent / "autosched"), "tune", "matmul", "16", "16", "16",
-         "--trials", "4", "--batch-size", "4", "--tuner", "random", "--seed", "0",
-         "--db", str(tmp_path / "cli.db")], capture_output=True, text=True, timeout=300)
+    cli = invoke("tune", "matmul", 16, 16, 16, "--trials", 4, "--batch-size", 4, "--tuner",
+                 "random", "--seed", 0, "--db", tmp_path / "cli.db", cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     api, command_line = logged_kinds(tmp_path / "api.db"), logged_kinds(tmp_path / "cli.db")
     assert api == command_line

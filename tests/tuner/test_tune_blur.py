@@ -19,12 +19,15 @@ from tuner.tune import tune
 @pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
 def test_tuning_the_blur_finds_a_config_that_matches_numpy(local_ray, tmp_path):
     task = Task("blur", (37, 100))
-    with Measurer(n_parallel=2) as measurer:
-        result = tune(task, 32, tuner="xgb", measurer=measurer, seed=0,
+    # one short timing per candidate: what is checked is the search and its result,
+    # not how well the timings rank the configs
+    with Measurer(n_parallel=2, repeat=1, min_repeat_ms=0) as measurer:
+        # two batches: random configs, then the model's (trained once 8 measured well)
+        result = tune(task, 16, tuner="xgb", measurer=measurer, seed=0, batch_size=8,
                       db=tmp_path / "blur.db")
-    assert result.trials == 32 and math.isfinite(result.best_cost)
+    assert result.trials == 16 and math.isfinite(result.best_cost)
     with records.Database(tmp_path / "blur.db") as db:
-        assert db.count() >= 32
+        assert db.count() >= 16
     s, args = search_spaces.instantiate("blur", 37, 100, config=result.best_config)
     a = np.random.default_rng(0).standard_normal((39, 102)).astype("float32")
     out = np.full((37, 100), np.nan, "float32")
