@@ -85,6 +85,14 @@ class Target:
         _CURRENT.set(_CURRENT.get()[:-1])
 
     @staticmethod
+    def resolve(target=None) -> Target:
+        """`target` as a Target, else the innermost entered one, else the host's: the
+        target a decision is made for when its caller names none."""
+        if target is not None:
+            return Target(target)
+        return Target.current() or Target("llvm")
+
+    @staticmethod
     def current() -> Target | None:
         """The target of the innermost `with target:` block, None outside any."""
         stack = _CURRENT.get()

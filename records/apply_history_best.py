@@ -71,8 +71,7 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         self._depth = 0
 
     def _target(self, target=None) -> Target:
-        return Target(target) if target is not None else self.target or \
-            Target.current() or Target("llvm")
+        return Target.resolve(target if target is not None else self.target)
 
     def _record(self, workload: tuple, target: Target):
         """The best usable record of `workload` for `target` (tiered), None without one;

@@ -215,8 +215,9 @@ def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
                                     *altered.args[1:]), altered.attrs)
     forms = [infer_type(Function(params, f)).body for f in (altered, original)]
     chosen = choose_implementation(forms, applies=False).candidate
-    mine = {c.workload for c in candidates(forms[1])} - {c.workload for c in candidates(forms[0])}
-    return chosen.workload in mine - {None}
+    # the chosen candidate is one of the two forms': the original's unless the altered has it
+    return chosen.workload is not None and \
+        chosen.workload not in {c.workload for c in candidates(forms[0])}
 
 
 def alter_op_layout(func: Function) -> Function:

@@ -95,7 +95,7 @@ def choose(found: list[Candidate], target: Target | None = None,
            applies: bool = True) -> Choice:
     """The innermost entered chooser's answer for `found`, else the default's
     (`applies`: see Chooser.choose)."""
-    target = Target(target) if target is not None else Target.current() or Target("llvm")
+    target = Target.resolve(target)
     for chooser in reversed(_STACK.get()):
         choice = chooser.choose(found, target, applies)
         if choice is not None:

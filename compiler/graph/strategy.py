@@ -143,7 +143,7 @@ def candidates(call: Call, target: Target | None = None, libraries=()) -> list[C
     the host): the registered strategies' in their order, a library's only when
     `libraries` names it, and the op's own default last."""
     load_strategies()
-    target = Target(target) if target is not None else Target.current() or Target("llvm")
+    target = Target.resolve(target)
     found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target)]
     return [c for c in found if c.library is None or c.library in libraries] + \
         [op_default(call)]
