@@ -2,8 +2,18 @@
 
 `Target("llvm")` is the host: LLVM's triple, CPU name and feature list as the process
 sees them, and all the cores this process may run on. Options override each part:
-`Target("llvm -mcpu=znver5 -num-cores=2")`. Two targets are equal when their canonical
-strings are, so a target can key tuning records. `with target:` makes it the current
+`Target("llvm -mcpu=znver5 -num-cores=2")`; `-mattr=+avx2,-avx512f` adds or removes
+features from those the CPU has. Two targets are equal when their canonical strings are,
+so a target can key tuning records: the string names the CPU, the features where they
+are not the CPU's own (so a record made with `-mattr=-avx512f` never shares a target
+with a native one), and the cores.
+
+A target answers its vector unit (`vector_bits`, `vector_lanes`, `vector_registers`,
+`has_fma`), which kernels size their vectors and register tiles by. LLVM knows what
+every CPU has but llvmlite does not expose its tables, so the unit is found by asking
+LLVM to compile a 16-float addition and an FMA for the target and reading which
+registers and instructions the assembly uses: `llvm -mcpu=haswell` is AVX2 on any
+host, and so is `-mcpu=skylake-avx512 -mattr=-avx512f`. `with target:` makes it the current
 one (`Target.current()`, as TVM's), which code generated outside LLVM follows: the graph
 build enters its target while the external codegens run.
 """
@@ -26,7 +36,75 @@ def _host_features() -> str:
     return llvm.get_host_cpu_features().flatten()
 
 
+@functools.cache
+def _host_cpu() -> str:
+    """LLVM's name of the host CPU, asked once per process."""
+    return llvm.get_host_cpu_name()
+
+
+def _canonical(features: str) -> str:
+    """`features` with one entry per feature (the last one given wins, as in LLVM),
+    sorted: two spellings of the same features compare equal."""
+    last = {}
+    for entry in filter(None, (f.strip() for f in features.split(","))):
+        last[entry.lstrip("+-")] = entry if entry[0] in "+-" else "+" + entry
+    return ",".join(last[name] for name in sorted(last))
+
+
+@functools.cache
+def _text(kind: str, mcpu: str, features: str, num_cores: int) -> str:
+    """A target's canonical string: `-mattr` only where the features are not those the
+    CPU implies (none given: LLVM's for the name; or the host's own on the host's CPU)."""
+    mattr = _canonical(features)
+    implied = mattr == "" or (mcpu == _host_cpu() and mattr == _canonical(_host_features()))
+    shown = "" if implied else f" -mattr={mattr}"
+    return f"{kind} -mcpu={mcpu}{shown} -num-cores={num_cores}"
+
+
 @dataclass(frozen=True)
+class VectorUnit:
+    """What a target's SIMD unit offers float32 kernels: the widest vector register in
+    bits, how many vector registers there are, and whether it fuses multiply-adds."""
+    bits: int
+    registers: int
+    fma: bool
+
+
+_PROBE = """
+define void @probe(ptr %p, ptr %q) {
+  %a = load <16 x float>, ptr %p
+  %b = fadd <16 x float> %a, %a
+  store <16 x float> %b, ptr %p
+  %x = load float, ptr %q
+  %y = call float @llvm.fma.f32(float %x, float %x, float %x)
+  store float %y, ptr %q
+  ret void
+}
+declare float @llvm.fma.f32(float, float, float)
+"""
+
+
+@functools.cache
+def _vector_unit(mtriple: str, mcpu: str, features: str) -> VectorUnit:
+    """The VectorUnit of an LLVM CPU with `features` (see the module docstring): x86 by
+    the registers LLVM picks for a 16-float addition (zmm: 512 bits, 32 registers; ymm:
+    256 bits; else 128, 16 registers), AArch64 as NEON (128 bits, 32 registers)."""
+    arch = mtriple.split("-")[0]
+    if arch in ("aarch64", "arm64"):
+        return VectorUnit(128, 32, True)
+    if arch not in ("x86_64", "i386", "i686"):
+        return VectorUnit(128, 16, False)
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_triple(mtriple).create_target_machine(cpu=mcpu, features=features)
+    mod = llvm.parse_assembly(_PROBE)
+    mod.triple = tm.triple
+    asm = tm.emit_assembly(mod)
+    bits = 512 if "zmm" in asm else 256 if "ymm" in asm else 128
+    return VectorUnit(bits, 32 if bits == 512 else 16, "vfmadd" in asm)
+
+
+@dataclass(frozen=True, eq=False)
 class Target:
     """A code generation target. `features` is LLVM's `+avx512f,...` string."""
     kind: str
@@ -56,7 +134,7 @@ class Target:
         if not cores.isdigit() or int(cores) < 1:
             raise ValueError(f"-num-cores must be a positive integer, got {cores!r} in {spec!r}")
         host_cpu = "mcpu" not in given
-        mcpu = given.get("mcpu") or llvm.get_host_cpu_name()
+        mcpu = given.get("mcpu") or _host_cpu()
         mattr = given.get("mattr", _host_features() if host_cpu else "")
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "mcpu", mcpu)
@@ -65,17 +143,40 @@ class Target:
         object.__setattr__(self, "num_cores", int(cores))
 
     @property
+    def vector_unit(self) -> VectorUnit:
+        """The SIMD unit of this CPU with these features (see the module docstring)."""
+        return _vector_unit(self.mtriple, self.mcpu, self.features)
+
+    @property
     def vector_bits(self) -> int:
         """Widest SIMD register the target has (512 with AVX-512, 256 with AVX2, ...)."""
-        feats = set(self.features.split(","))
-        if "+avx512f" in feats:
-            return 512
-        if "+avx2" in feats or "+avx" in feats:
-            return 256
-        return 128
+        return self.vector_unit.bits
+
+    @property
+    def vector_lanes(self) -> int:
+        """float32 lanes of the widest vector register: 16 with AVX-512, 8 with AVX2 or
+        AVX, 4 with SSE or NEON."""
+        return self.vector_unit.bits // 32
+
+    @property
+    def vector_registers(self) -> int:
+        """How many vector registers a kernel may keep values in: 32 with AVX-512 or
+        NEON, 16 otherwise."""
+        return self.vector_unit.registers
+
+    @property
+    def has_fma(self) -> bool:
+        """Whether the target fuses multiply-adds in one instruction."""
+        return self.vector_unit.fma
 
     def __str__(self):
-        return f"{self.kind} -mcpu={self.mcpu} -num-cores={self.num_cores}"
+        return _text(self.kind, self.mcpu, self.features, self.num_cores)
+
+    def __eq__(self, other):
+        return isinstance(other, Target) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
 
     def __enter__(self) -> Target:
         _CURRENT.set(_CURRENT.get() + (self,))  # a stack per thread (a context variable)

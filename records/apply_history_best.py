@@ -38,6 +38,16 @@ class FallbackWarning(UserWarning):
     """A workload has no usable record in the log, so it is not tuned."""
 
 
+
+def _config(record, target: Target):
+    """`record`'s config in the template's space for `target`; None where its knob values
+    are not points of that space (a record of another vector unit whose tile does not
+    fit this one's registers)."""
+    try:
+        return record.config_for(target)
+    except search_spaces.SpaceError:
+        return None
+
 class ApplyHistoryBest(search_spaces.DispatchContext):
     """`with ApplyHistoryBest(log):` templates get the best config of the tuning log for
     the target they are built for (see the module docstring for which record that is),
@@ -78,15 +88,16 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         each answer kept for the life of the context."""
         key = (workload, str(target))
         if key not in self._best:
-            self._best[key] = self.database.best_for_target(workload, target)
+            record = self.database.best_for_target(workload, target)
+            self._best[key] = None if record is None else (record, _config(record, target))
         return self._best[key]
 
     def report(self, workload, target=None) -> Report | None:
         """What the log says of the best record of `workload` (template name, bound
         arguments) for `target`, without applying or warning: a Report, or None."""
         target = self._target(target)
-        record = self._record(getattr(workload, "workload", workload), target)
-        return None if record is None else self._said(record, target)
+        found = self._record(getattr(workload, "workload", workload), target)
+        return None if found is None else self._said(found[0], target)
 
     def query(self, workload) -> search_spaces.ConfigEntity | None:
         """The best logged config of `workload` (template name, bound arguments) or of a
@@ -94,12 +105,12 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         None when the log has no usable record of it."""
         workload = getattr(workload, "workload", workload)
         target = self._target()
-        record = self._record(workload, target)
-        if record is None or record.config is None:
+        found = self._record(workload, target)
+        if found is None or found[1] is None:
             self._warn(workload, target)
             return None
-        self._applied[workload] = self._said(record, target)
-        return record.config
+        self._applied[workload] = self._said(found[0], target)
+        return found[1]
 
     def choose(self, candidates, target, applies: bool = True) -> Choice | None:
         """Among `candidates`, the one whose best record is nearest the target (this
@@ -110,19 +121,20 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         target = self.target or target
         logged = []
         for i, c in enumerate(candidates):
-            record = None if c.workload is None else self._record(c.workload, target)
-            if record is not None and record.config is not None:
-                report = self._said(record, target)
-                logged.append(((TIERS.index(report.tier), report.seconds, i), c, record, report))
+            found = None if c.workload is None else self._record(c.workload, target)
+            if found is not None and found[1] is not None:
+                report = self._said(found[0], target)
+                logged.append(((TIERS.index(report.tier), report.seconds, i), c, found[1],
+                               report))
         if not logged:
             fallback = default_choice(candidates).candidate
             if applies and fallback.workload is not None and fallback.library is None:
                 self._warn(fallback.workload, target)
             return None
-        _, best, record, report = min(logged, key=lambda found: found[0])
+        _, best, config, report = min(logged, key=lambda found: found[0])
         if applies:
             self._applied[best.workload] = report
-        return Choice(best, record.config, report)
+        return Choice(best, config, report)
 
     def describe(self, workload) -> Report | None:
         """The Report of the record this context applied to `workload` (by query or

@@ -191,7 +191,8 @@ class LogQueries:
     def best_for_target(self, workload: tuple, target) -> Record | None:
         """The best valid record (see top) of `workload` (template name, bound arguments)
         made with the registered template version, for `target` (a compiler.Target),
-        looked for in tiers: tasks of the same target, else of the same CPU, else of the
+        looked for in tiers: tasks of the same target, else of the same CPU and vector
+        width (another -mattr or core count), else of the
         same vector width (the ISA compatibility class); within a tier the cheapest of
         its tasks' bests (a confirmed time counts as the task's time). None when no tier
         has one."""
@@ -201,7 +202,8 @@ class LogQueries:
         # each tier leaves out the tasks of the tiers before it, so that a record is
         # tried (and warned about) once
         tiers = (("t.target = ?", (spelled,)),
-                 ("t.cpu = ? AND t.target != ?", (cpu, spelled)),
+                 ("t.cpu = ? AND t.target != ? AND t.vector_bits = ?",
+                  (cpu, spelled, target.vector_bits)),
                  ("t.vector_bits = ? AND t.cpu != ?", (target.vector_bits, cpu)))
         key = workload_key(name, args)
         for condition, params in tiers:

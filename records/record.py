@@ -106,9 +106,15 @@ class Record:
 
     @property
     def config(self) -> search_spaces.ConfigEntity:
-        """The config in the template's space as it is now (SpaceError if it no longer
-        fits: another version, a knob renamed, a value gone)."""
-        space = search_spaces.space(self.template, *self.args)
+        """The config in the template's space, as it is now, for the record's target
+        (SpaceError if it no longer fits: another version, a knob renamed, a value
+        gone)."""
+        return self.config_for(self.target)
+
+    def config_for(self, target) -> search_spaces.ConfigEntity:
+        """The config in the template's space for `target` (a space may differ with the
+        vector unit); SpaceError where its knob values are not points of that space."""
+        space = search_spaces.space(self.template, *self.args, target=target)
         return search_spaces.ConfigEntity.from_json(
             space, {"template_version": self.template_version, "knobs": self.knobs})
 

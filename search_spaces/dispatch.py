@@ -9,6 +9,7 @@ a context that answers from the tuning log.
 """
 from __future__ import annotations
 
+from compiler import Target
 from compiler.graph.chooser import Choice, Chooser, entered
 
 from .errors import SpaceError
@@ -99,16 +100,21 @@ def dispatch(workload: tuple) -> ConfigEntity:
     return _DEFAULT.query(workload)
 
 
-def instantiate(name: str, *args, config: ConfigEntity | None = None):
+def instantiate(name: str, *args, config: ConfigEntity | None = None, target=None):
     """Run template `name` on `args` and return its `(schedule, tensors)`.
 
     config: the config to schedule with; None (default) lets the dispatch contexts
         choose (the FallbackConfig when none is entered). A config from another space
-        (other template, arguments or template version) is a SpaceError.
+        (other template, arguments or template version, or a target whose vector unit
+        gives another space) is a SpaceError.
+    target: the target the template sizes its tiles for (default: the entered one,
+        else the host).
     """
     tmpl = get_template(name)
     args = tmpl.bind(args)
-    if config is None:
-        config = dispatch((name, args))
-    tmpl.space(args).check(config)
-    return tmpl.run(config, args)
+    target = Target.resolve(target)
+    with target:
+        if config is None:
+            config = dispatch((name, args))
+        tmpl.space(args, target).check(config)
+        return tmpl.run(config, args, target)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from compiler import Target
+
 from .errors import SpaceError, did_you_mean
 from .config_space import ConfigSpace
 
@@ -140,21 +142,29 @@ class Template:
             out.append(value)
         return tuple(out)
 
-    def run(self, cfg, args: tuple):
-        """Run the template with `cfg` (a ConfigSpace or a ConfigEntity) on bound `args`."""
-        result = self.fn(cfg, *args)
+    def run(self, cfg, args: tuple, target=None):
+        """Run the template with `cfg` (a ConfigSpace or a ConfigEntity) on bound `args`
+        for `target` (compiler.Target.resolve: default the entered one, else the host):
+        the template asks `Target.current()` for the vector unit it sizes tiles by."""
+        with Target.resolve(target):
+            result = self.fn(cfg, *args)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise SpaceError(f"template {self.name!r} must return (schedule, tensors), "
                              f"got {result!r}")
         return result
 
-    def space(self, args: tuple) -> ConfigSpace:
-        """The ConfigSpace for bound `args`, built once by running the template with it."""
-        if args not in self._spaces:
+    def space(self, args: tuple, target=None) -> ConfigSpace:
+        """The ConfigSpace for bound `args` on `target` (default: the entered one, else
+        the host), built once per vector unit by running the template with it: a space
+        may depend on the target's vector unit (its tiles fit the registers), on nothing
+        else of it."""
+        target = Target.resolve(target)
+        key = (args, target.vector_unit)
+        if key not in self._spaces:
             cs = ConfigSpace(self.name, args, self.version)
-            self.run(cs, args)
-            self._spaces[args] = cs.complete()
-        return self._spaces[args]
+            self.run(cs, args, target)
+            self._spaces[key] = cs.complete()
+        return self._spaces[key]
 
     def reference_outputs(self, args: tuple, inputs: list) -> list[np.ndarray]:
         """The expected outputs for bound `args` and the numpy `inputs` (in the order the
@@ -214,11 +224,12 @@ def get_template(name: str) -> Template:
     return _TEMPLATES[name]
 
 
-def space(name: str, *args) -> ConfigSpace:
-    """The ConfigSpace of template `name` for `args` (the template runs in space-building
-    mode; its schedule is dropped)."""
+def space(name: str, *args, target=None) -> ConfigSpace:
+    """The ConfigSpace of template `name` for `args` on `target` (default: the entered
+    one, else the host; the template runs in space-building mode, its schedule is
+    dropped)."""
     tmpl = get_template(name)
-    return tmpl.space(tmpl.bind(args))
+    return tmpl.space(tmpl.bind(args), target)
 
 
 def templates() -> dict[str, str]:

@@ -53,11 +53,12 @@ class Task:
     @property
     def config_space(self) -> search_spaces.ConfigSpace:
         """The template's space of configs for these arguments (built once)."""
-        return self.template.space(self.args)
+        return self.template.space(self.args, self.target)
 
     def instantiate(self, config=None):
         """(schedule, tensors) for `config` (None: the dispatch context decides)."""
-        return search_spaces.instantiate(self.name, *self.args, config=config)
+        return search_spaces.instantiate(self.name, *self.args, config=config,
+                                         target=self.target)
 
     def tensors(self) -> tuple[list, list]:
         """(inputs, outputs): the template's placeholders and the tensors it computes,

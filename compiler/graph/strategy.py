@@ -144,6 +144,7 @@ def candidates(call: Call, target: Target | None = None, libraries=()) -> list[C
     `libraries` names it, and the op's own default last."""
     load_strategies()
     target = Target.resolve(target)
-    found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target)]
+    with target:  # a template's space, which a strategy builds, fits the target's vector unit
+        found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target)]
     return [c for c in found if c.library is None or c.library in libraries] + \
         [op_default(call)]
