@@ -7,17 +7,26 @@ convolutions at opt_level 3, with a schedule whose knobs are below.
 - `depthwise_conv2d_nchwc(N, C, H, W, R, S, stride, padding, block)`: data
   (N, C/b, H, W, b), kernel (C/b, 1, R, S, 1, b) -> out (N, C/b, OH, OW, b).
 
-Knobs: the register tile's output columns (`tile_ow`, the inner part, at most 32,
-unrolled) and rows (`tile_oh`, at most 4, unrolled too), whether the input-channel blocks
-run outside or inside the kernel window (`ic_outer`, ordinary convolution only), whether
-the window's columns are unrolled (`unroll_kw`), how many outer loops are fused into the
-parallel one (`fuse_parallel`: 3 is batch, channel block and row tile; 2 leaves the row
-tiles serial inside), and whether the padded input is a stage of its own, in parallel over
-batch, channel block and row and vectorized, or inlined (`pad_stage`). The vector is
-always one block of output channels. The fallback config is
-compiler.ops.schedule_conv2d_nchwc's schedule, loop for loop (up to REGISTER_COLUMNS = 14
-columns, one row, the channel blocks outside the window, rows in parallel, the padding a
-stage of its own), so an untuned model runs its packed convolutions as fast as before.
+Knobs:
+- `register_tile` ("RxCxB"): the register tile, R output rows by C columns by B output
+  channel blocks (each block one or more vectors), unrolled; every tile whose
+  accumulators and operands fit the target's vector registers
+  (compiler.ops.conv2d_nchwc.register_tiles), so one broadcast input value feeds B
+  weight vectors' FMAs, as ONNX Runtime's MLAS kernels do;
+- `tile_ic`: the input-channel blocks split in two (a reduction tile), and
+  `reduction_order`: how the two parts and the kernel window nest inside the tile
+  (0: channel tiles outside the window, 1: the window outermost, 2: the window between
+  the two parts); a depthwise convolution has neither;
+- `rows_outer`: whether the row tiles run outside the channel-block tiles (the input rows
+  stay in cache across the output channels) or inside them (the weights stay);
+- `fuse_parallel`: how many of the outer loops are fused into the parallel one (3: batch
+  and both tile loops; 2: batch and the outer one);
+- `unroll_kw`: whether the window's columns are unrolled;
+- `pad_stage`: whether the padded input is a stage of its own, in parallel and
+  vectorized, or inlined.
+The fallback config is compiler.ops.schedule_conv2d_nchwc's schedule, loop for loop (its
+default_register_tile for the target), so an untuned model runs its packed convolutions
+as fast as before tuning.
 
 One schedule serves the template and a graph kernel (search_spaces/strategies.py): `out`
 is the convolution itself, or the last stage of an elementwise tail over it, which is
@@ -25,34 +34,45 @@ inlined while the convolution becomes the tile's accumulator.
 """
 from __future__ import annotations
 
-from compiler import ops, te
-from compiler.ops.conv2d_nchwc import (REGISTER_COLUMNS, conv2d_nchwc as packed_conv,
-                                       depthwise_conv2d_nchwc as packed_depthwise)
+from compiler import Target, ops, te
+from compiler.ops.conv2d_nchwc import (conv2d_nchwc as packed_conv, default_register_tile,
+                                       depthwise_conv2d_nchwc as packed_depthwise,
+                                       register_tiles)
 
 from .conv2d import conv2d_nchw_reference, output_size
 from .depthwise_conv2d import depthwise_conv2d_nchw_reference
 from .registry import template
 
-MAX_REGISTER_COLUMNS = 32
-MAX_REGISTER_ROWS = 4
-"""Bounds of the register tile's columns and rows in the space (one accumulator vector
-each; compiler.ops takes up to REGISTER_COLUMNS columns of one row): larger tiles would
-only spill the accumulators out of the 32 AVX-512 registers."""
+
+def _tile_name(tile) -> str:
+    return f"{tile.rows}x{tile.cols}x{tile.blocks}"
 
 
-def _define_knobs(cfg, OH: int, OW: int, depthwise: bool) -> None:
+def _define_knobs(cfg, out_shape, in_blocks: int, depthwise: bool) -> None:
     """The knobs of both templates (see the module docstring); their fallbacks are
-    compiler.ops.schedule_conv2d_nchwc's choices."""
-    cfg.define_split("tile_ow", OW, num_outputs=2,
-                     filter=lambda e: e.size[-1] <= MAX_REGISTER_COLUMNS,
-                     fallback=[-1, ops.largest_divisor(OW, REGISTER_COLUMNS)])
-    cfg.define_split("tile_oh", OH, num_outputs=2,
-                     filter=lambda e: e.size[-1] <= MAX_REGISTER_ROWS, fallback=[-1, 1])
+    compiler.ops.schedule_conv2d_nchwc's choices for the entered target."""
+    target = Target.resolve()
+    tiles = register_tiles(target, out_shape, depthwise)
+    cfg.define_knob("register_tile", [_tile_name(t) for t in tiles],
+                    fallback=_tile_name(default_register_tile(target, out_shape, depthwise)))
     if not depthwise:
-        cfg.define_knob("ic_outer", [1, 0])
-    cfg.define_knob("unroll_kw", [0, 1])
+        cfg.define_split("tile_ic", in_blocks, num_outputs=2, fallback=[-1, in_blocks])
+        cfg.define_knob("reduction_order", [0, 1, 2])
+    cfg.define_knob("rows_outer", [0, 1])
     cfg.define_knob("fuse_parallel", [3, 2])
+    cfg.define_knob("unroll_kw", [0, 1])
     cfg.define_knob("pad_stage", [1, 0])
+
+
+def _reduction(cfg, s, acc) -> tuple[list, object]:
+    """The accumulator's reduction loops in the order the config says (outermost first),
+    and the window's column loop among them."""
+    if len(s[acc].op.reduce_axis) == 2:  # depthwise: the window
+        return list(s[acc].op.reduce_axis), s[acc].op.reduce_axis[1]
+    rco, ry, rx, rci = s[acc].op.reduce_axis
+    outer, inner = cfg["tile_ic"].apply(s, acc, rco)
+    return {0: [outer, inner, ry, rx, rci], 1: [ry, rx, outer, inner, rci],
+            2: [outer, ry, rx, inner, rci]}[cfg["reduction_order"].val], rx
 
 
 def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
@@ -70,22 +90,22 @@ def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
             s[t].vectorize(s[t].op.axis[4])
         elif isinstance(t.op, te.ComputeOp):  # the padding inlined, or a weight packed here
             s[t].compute_inline()
+    rows, cols, blocks = (int(v) for v in cfg["register_tile"].val.split("x"))
     o = s[out]
     n, c, y, x, v = o.op.axis
-    yo, yi = cfg["tile_oh"].apply(s, out, y)
-    xo, xi = cfg["tile_ow"].apply(s, out, x)
-    o.reorder(n, c, yo, xo, yi, xi, v)
-    o.parallel(o.fuse(n, c, yo) if cfg["fuse_parallel"].val == 3 else o.fuse(n, c))
+    co, ci = o.split(c, factor=blocks)
+    yo, yi = o.split(y, factor=rows)
+    xo, xi = o.split(x, factor=cols)
+    outer = [yo, co] if cfg["rows_outer"].val else [co, yo]
+    o.reorder(n, *outer, xo, ci, yi, xi, v)
+    o.parallel(o.fuse(n, *outer) if cfg["fuse_parallel"].val == 3 else o.fuse(n, outer[0]))
     o.vectorize(v)
     s[acc].compute_at(o, xo)
     an, ac, ay, ax, av = s[acc].op.axis
-    reduction = list(s[acc].op.reduce_axis)  # rco, ry, rx, rci; depthwise: ry, rx
-    rx = reduction[-2] if len(reduction) == 4 else reduction[-1]
-    if len(reduction) == 4 and not cfg["ic_outer"].val:
-        reduction = [reduction[1], reduction[2], reduction[0], reduction[3]]
-    s[acc].reorder(*reduction, an, ac, ay, ax, av)
-    s[acc].unroll(ay)
-    s[acc].unroll(ax)
+    reduction, rx = _reduction(cfg, s, acc)
+    s[acc].reorder(*reduction, an, ay, ax, ac, av)  # one broadcast feeds every block
+    for axis in (ac, ay, ax):
+        s[acc].unroll(axis)
     s[acc].vectorize(av)
     if cfg["unroll_kw"].val:
         s[acc].unroll(rx)
@@ -125,7 +145,7 @@ def conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     data = te.placeholder((N, C // ic_block, H, W, ic_block), name="data")
     kernel = te.placeholder((K // oc_block, C // ic_block, R, S, ic_block, oc_block),
                             name="kernel")
-    _define_knobs(cfg, OH, OW, depthwise=False)
+    _define_knobs(cfg, (N, K // oc_block, OH, OW, oc_block), C // ic_block, depthwise=False)
     out = packed_conv(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_conv2d_nchwc(cfg, s, out, out)
@@ -153,7 +173,7 @@ def depthwise_conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     OH, OW = output_size("depthwise_conv2d_nchwc", H, W, R, S, stride, padding)
     data = te.placeholder((N, C // block, H, W, block), name="data")
     kernel = te.placeholder((C // block, 1, R, S, 1, block), name="kernel")
-    _define_knobs(cfg, OH, OW, depthwise=True)
+    _define_knobs(cfg, (N, C // block, OH, OW, block), C // block, depthwise=True)
     out = packed_depthwise(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_conv2d_nchwc(cfg, s, out, out)

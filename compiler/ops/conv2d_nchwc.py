@@ -11,26 +11,84 @@ keeps the NCHW kernel (conv2d_schedule.py) at about half of the peak on ResNet's
 14x14 layers.
 
 The schedule: the output (the tail's last stage; the tail is elementwise in the same
-layout and inlined) is tiled by a register tile of up to REGISTER_COLUMNS output columns
-by the y channels of a block; the convolution is computed at each tile into a tile-sized
-accumulator with its reduction (input-channel blocks, the window, the channels in a
-block) outside the tile's loops, so the accumulator stays in vector registers; the
-batch, channel-block and row loops are fused and run in parallel; the padded input is a
-stage of its own, computed in parallel.
+layout and inlined) is tiled by a register tile (RegisterTile) of a few rows, columns
+and channel blocks, sized to the target's vector registers (default_register_tile); the
+convolution is computed at each tile into a tile-sized accumulator with its reduction
+(input-channel blocks, the window, the channels in a block) outside the tile's loops,
+so the accumulator stays in vector registers, and the tile's blocks innermost, so one
+broadcast input value feeds the FMAs of every block (as ONNX Runtime's MLAS kernels do:
+on AVX2, 16 registers hold e.g. 4 columns x 3 blocks of 8 channels); the batch,
+channel-block and row tiles are fused and run in parallel; the padded input is a stage
+of its own, computed in parallel.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .. import te
 from ..lang.tensor import ComputeOp, Tensor
 from ..schedule.schedule import Schedule, create_schedule
+from ..target import Target
 from .pad import pad_hw
 from .pattern import OpPattern, register_pattern
-from .shape import OpError, check_tensor, largest_divisor, shape_str, static_shape, window2d
+from .shape import OpError, check_tensor, shape_str, static_shape, window2d
 from .tail import inline_tail
 
-REGISTER_COLUMNS = 14
-"""Output columns of the register tile: 14 accumulators of one vector each, and room
-for the kernel vector and the broadcast input in the 32 AVX-512 registers."""
+MAX_TILE_ROWS = 4
+"""Output rows a register tile may span (unrolled, like its columns)."""
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """A register tile of a packed convolution: `rows` x `cols` output positions of
+    `blocks` channel blocks, each block `vectors` vector registers wide; it holds
+    rows * cols * blocks * vectors accumulators."""
+    rows: int
+    cols: int
+    blocks: int
+    vectors: int
+
+    @property
+    def accumulators(self) -> int:
+        """Vector registers the tile's partial sums occupy."""
+        return self.rows * self.cols * self.blocks * self.vectors
+
+    @property
+    def registers(self) -> int:
+        """Registers one step of the kernel needs: the accumulators, the weight vectors
+        of every block (loaded once, used at every position) and one input operand (a
+        broadcast value, or a depthwise input vector)."""
+        return self.accumulators + self.blocks * self.vectors + 1
+
+
+def register_tiles(target: Target, out_shape, depthwise: bool = False) -> list[RegisterTile]:
+    """Every register tile of a packed convolution with output (N, K/y, OH, OW, y) that
+    fits `target`'s vector registers: up to MAX_TILE_ROWS rows, any number of columns
+    (those that do not divide OH or OW leave a smaller tile at the edge), channel blocks
+    dividing K/y (one for a depthwise convolution, whose blocks share no input)."""
+    _, out_blocks, oh, ow, block = (int(d) for d in out_shape)
+    vectors = -(-block // target.vector_lanes)
+    blocks = [1] if depthwise else [b for b in range(1, out_blocks + 1) if out_blocks % b == 0]
+    tiles = [RegisterTile(r, c, b, vectors) for r in range(1, min(oh, MAX_TILE_ROWS) + 1)
+             for c in range(1, ow + 1) for b in blocks]
+    return [t for t in tiles if t.registers <= target.vector_registers]
+
+
+def default_register_tile(target: Target, out_shape, depthwise: bool = False) -> RegisterTile:
+    """The tile an untuned kernel uses: one that divides the rows and columns (no edge
+    tiles) and loads the fewest operands per FMA, ties to more accumulators (they cover
+    the FMA latency), then to fewer rows.
+
+    Per FMA an ordinary convolution loads 1/(rows*cols) of a weight vector and 1/blocks
+    of a broadcast input; a depthwise one an input vector whatever the tile, and
+    1/(rows*cols) of a weight vector."""
+    _, _, oh, ow, _ = (int(d) for d in out_shape)
+
+    def cost(t: RegisterTile) -> tuple:
+        per_fma = 1 / (t.rows * t.cols) + (1 if depthwise else 1 / t.blocks)
+        return (oh % t.rows != 0 or ow % t.cols != 0, round(per_fma, 9), -t.accumulators,
+                t.rows)
+    return min(register_tiles(target, out_shape, depthwise), key=cost)
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
@@ -90,10 +148,11 @@ def depthwise_conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1):
         name="depthwise_conv2d_nchwc")
 
 
-def schedule_conv2d_nchwc(out: Tensor, conv: Tensor) -> Schedule:
+def schedule_conv2d_nchwc(out: Tensor, conv: Tensor, target=None) -> Schedule:
     """The schedule of the kernel computing `out` (== `conv`, or elementwise ops of it in
     the same packed layout) from the packed convolution `conv`, an ordinary or a
-    depthwise one (see the module docstring)."""
+    depthwise one, for `target` (default: the entered one, else the host): its
+    default_register_tile (see the module docstring)."""
     s = create_schedule(out.op)
     o = s[out]
     if out is conv:
@@ -107,15 +166,19 @@ def schedule_conv2d_nchwc(out: Tensor, conv: Tensor) -> Schedule:
             s[padded].vectorize(s[padded].op.axis[4])
         elif isinstance(padded.op, ComputeOp):  # a weight packed in the kernel, not folded
             s[padded].compute_inline()
-    width = int(out.shape[3])
+    depthwise = len(conv.op.reduce_axis) == 2
+    tile = default_register_tile(Target.resolve(target), out.shape, depthwise)
     n, c, y, x, v = o.op.axis
-    xo, xi = o.split(x, factor=largest_divisor(width, REGISTER_COLUMNS))
-    o.reorder(n, c, y, xo, xi, v)
-    o.parallel(o.fuse(n, c, y))
+    co, ci = o.split(c, factor=tile.blocks)
+    yo, yi = o.split(y, factor=tile.rows)
+    xo, xi = o.split(x, factor=tile.cols)
+    o.reorder(n, co, yo, xo, ci, yi, xi, v)
+    o.parallel(o.fuse(n, co, yo))
     o.vectorize(v)
     s[conv].compute_at(o, xo)
     cn, cc, cy, cx, cv = s[conv].op.axis
-    s[conv].reorder(*s[conv].op.reduce_axis, cn, cc, cy, cx, cv)
-    s[conv].unroll(cx)
+    s[conv].reorder(*s[conv].op.reduce_axis, cn, cy, cx, cc, cv)
+    for axis in (cc, cy, cx):
+        s[conv].unroll(axis)
     s[conv].vectorize(cv)
     return s

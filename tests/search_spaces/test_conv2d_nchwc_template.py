@@ -1,7 +1,8 @@
 """The packed convolution templates (search_spaces/conv2d_nchwc.py): the fallback config
 is compiler.ops.schedule_conv2d_nchwc's schedule loop for loop, alone and with an
-elementwise tail; every combination of the on/off knobs, with sampled register tiles,
-computes what numpy does on odd shapes, alone and with a tail in the packed layout."""
+elementwise tail; its register tile fits the target's registers; configs that take
+every value of the on/off knobs, with random register tiles and reduction tiles, compute
+what numpy does on odd shapes, alone and with a tail in the packed layout."""
 from __future__ import annotations
 
 import itertools
@@ -13,8 +14,9 @@ import pytest
 
 import compiler
 import search_spaces
-from compiler import ops, te
-from compiler.ops.conv2d_nchwc import REGISTER_COLUMNS, schedule_conv2d_nchwc as ops_schedule
+from compiler import Target, te
+from compiler.ops.conv2d_nchwc import (default_register_tile, register_tiles,
+                                       schedule_conv2d_nchwc as ops_schedule)
 from search_spaces.conv2d_nchwc import schedule_conv2d_nchwc
 
 CONV = [(1, 16, 13, 13, 16, 3, 3, 1, 1, 16, 16),
@@ -34,9 +36,10 @@ def _ids(case):
 
 
 def _lowered(s, tensors) -> str:
-    # the template splits the rows by tile_oh (by 1 in the fallback), compiler.ops does
-    # not: the name of the outer row loop is the one difference the text may show
-    return str(compiler.lower(s, tensors)).replace(".outer", "")
+    # the template splits the input-channel blocks by tile_ic (in one part in the
+    # fallback), compiler.ops does not: the loop's name is the one difference the text
+    # may show
+    return str(compiler.lower(s, tensors)).replace("rco.inner", "rco")
 
 
 def _with_tail(name, args):
@@ -65,40 +68,75 @@ def test_the_fallback_is_compiler_ops_schedule(case):
     assert _lowered(s, tensors) == _lowered(ops_schedule(out, conv), tensors)
 
 
-@pytest.mark.parametrize("ow, inner", [(56, 14), (28, 14), (7, 7), (13, 13), (37, 1), (24, 12)])
-def test_the_fallback_register_tile_is_the_widest_that_divides_the_row(ow, inner):
-    cfg = search_spaces.space("conv2d_nchwc", 1, 16, 5, ow, 16, 1, 1, 1, 0, 16, 16).fallback()
-    assert cfg["tile_ow"].size[-1] == inner == ops.largest_divisor(ow, REGISTER_COLUMNS)
-    assert cfg["tile_oh"].size[-1] == 1
-    assert (cfg["ic_outer"].val, cfg["unroll_kw"].val, cfg["fuse_parallel"].val,
-            cfg["pad_stage"].val) == (1, 0, 3, 1)
+@pytest.mark.parametrize("spec, registers", [("llvm -mcpu=haswell", 16),
+                                             ("llvm -mcpu=skylake-avx512", 32)])
+@pytest.mark.parametrize("out_shape", [(1, 4, 56, 56, 16), (1, 32, 7, 7, 16), (1, 8, 28, 28, 8),
+                                       (1, 3, 13, 37, 16), (1, 1, 7, 1, 8)])
+def test_register_tiles_fit_the_target_and_the_fallback_divides_the_output(spec, registers,
+                                                                         out_shape):
+    target = Target(spec)
+    _, blocks, oh, ow, block = out_shape
+    vectors = -(-block // target.vector_lanes)
+    for depthwise in (False, True):
+        tiles = register_tiles(target, out_shape, depthwise)
+        assert tiles and all(t.vectors == vectors for t in tiles)
+        assert all(t.rows * t.cols * t.blocks * vectors + t.blocks * vectors + 1 <= registers
+                   and blocks % t.blocks == 0 for t in tiles)
+        assert not depthwise or {t.blocks for t in tiles} == {1}
+        best = default_register_tile(target, out_shape, depthwise)
+        assert best in tiles and oh % best.rows == 0 and ow % best.cols == 0
+        cfg = search_spaces.space("depthwise_conv2d_nchwc" if depthwise else "conv2d_nchwc",
+                                  *_args_of(out_shape, depthwise), target=target).fallback()
+        assert cfg["register_tile"].val == f"{best.rows}x{best.cols}x{best.blocks}"
 
 
-def _configs(space, seed):
-    """Every combination of the on/off knobs, each with register tiles drawn at random."""
+def _args_of(out_shape, depthwise):
+    """Template arguments of a 1x1 convolution with output `out_shape`."""
+    n, blocks, oh, ow, block = out_shape
+    if depthwise:
+        return (n, blocks * block, oh, ow, 1, 1, 1, 0, block)
+    return (n, 16, oh, ow, blocks * block, 1, 1, 1, 0, 16, block)
+
+
+def test_on_avx2_one_broadcast_feeds_several_channel_blocks():
+    """16 ymm registers: 14 columns of one block would leave no room; the fallback holds
+    fewer columns of several blocks, as MLAS's AVX2 kernels do."""
+    tile = default_register_tile(Target("llvm -mcpu=haswell"), (1, 4, 56, 56, 8))
+    assert tile.blocks > 1 and tile.registers <= 16
+
+
+def _configs(space, seed, count=6):
+    """`count` configs that give every on/off knob each of its values (the k-th config
+    sets the j-th such knob to value (k + j) mod its length), each with the register
+    tile and the reduction tile drawn at random."""
     knobs = list(space.space_map.values())
-    splits = [k for k, knob in enumerate(knobs) if knob.name.startswith("tile_")]
+    drawn = {"register_tile", "tile_ic"}
     choice = random.Random(seed)
-    for flags in itertools.product(*(range(len(knob)) for k, knob in enumerate(knobs)
-                                     if k not in splits)):
-        flags = iter(flags)
+    for k in range(count):
+        flags = itertools.count()
         yield space.get(space.knob2point(
-            choice.randrange(len(knob)) if k in splits else next(flags)
-            for k, knob in enumerate(knobs)))
+            choice.randrange(len(knob)) if knob.name in drawn else (k + next(flags)) % len(knob)
+            for knob in knobs))
 
 
 def test_the_on_off_knobs_shape_the_loops_as_they_say():
     args = (1, 32, 13, 13, 32, 3, 3, 1, 1, 16, 16)
-    for cfg in _configs(search_spaces.space("conv2d_nchwc", *args), seed=0):
+    for cfg in _configs(search_spaces.space("conv2d_nchwc", *args), seed=0, count=64):
         text = str(compiler.lower(*search_spaces.instantiate("conv2d_nchwc", *args,
                                                              config=cfg)))
         assert ("unrolled (rx," in text) == bool(cfg["unroll_kw"].val), cfg
-        assert (text.index("for (rco,") < text.index("for (ry,")) == \
-            bool(cfg["ic_outer"].val), cfg
+        # a channel loop of one iteration is no loop: order 2 then starts at the window
+        order, outer_ic = cfg["reduction_order"].val, 2 // cfg["tile_ic"].size[-1]
+        window_first = text.index("for (ry,") < text.index("for (rco")
+        assert window_first == (order == 1 or (order == 2 and outer_ic == 1)), cfg
         assert ("allocate pad" in text) == bool(cfg["pad_stage"].val), cfg
-        parallel = re.findall(r"parallel \([^,]+, 0, (\d+)\)", text)[-1]
-        rows = 13 // cfg["tile_oh"].size[-1]
-        assert int(parallel) == (2 * rows if cfg["fuse_parallel"].val == 3 else 2), cfg
+        rows, _, blocks = (int(v) for v in cfg["register_tile"].val.split("x"))
+        row_tiles, block_tiles = -(-13 // rows), 2 // blocks
+        found = re.findall(r"parallel \(b\.[^,]+, 0, (\d+)\)", text)  # the output's
+        parallel = int(found[-1]) if found else 1  # a loop of one iteration is no loop
+        outer = row_tiles if cfg["rows_outer"].val else block_tiles
+        assert parallel == (row_tiles * block_tiles if cfg["fuse_parallel"].val == 3
+                            else outer), cfg
 
 
 @pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
