@@ -1,22 +1,46 @@
-"""The FMA peak of this CPU: a JIT-compiled loop of independent fused multiply-adds on
-the widest vectors LLVM knows for the host (llvmlite), timed on one thread and on every
-core at once (threads: the native call releases the GIL). Prints the CPU, its LLVM name
-and GFLOPS; compare kernels with it as a fraction of peak.
+"""The FMA peak of a target's vector unit, and how near it our kernels and numpy's BLAS
+run, in one process.
 
-    .venv/bin/python benchmarks/peak.py
+The peak: a JIT-compiled loop of independent fused multiply-adds on the target's widest
+float32 vectors, as many accumulator chains as its vector registers hold beside the two
+operands (30 on AVX-512 or NEON, 14 on AVX2): enough to cover the FMA latency on every
+FMA port (4 cycles x 2 ports needs 8), and no spill. It is timed on one thread and on
+every core at once (threads: the native call releases the GIL). Then the sustained
+kernels: the packed convolution's untuned fallback on ResNet-18's four 3x3 layers (batch
+1, the target's channel blocks), and numpy's float32 matmul 1024^3; each as GFLOPS and
+a fraction of the all-core peak, which must be at least the best of them (otherwise the
+peak loop is what is wrong).
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/peak.py \
+        [--target "llvm -mcpu=haswell"]
+
+A target other than the host's must be one this CPU runs (an AVX2 target runs on an
+AVX-512 CPU); the numpy figure is the host's whatever the target.
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import platform
+import statistics
+import sys
 import threading
 import time
 
 import llvmlite.binding as llvm
+import numpy as np
 
-CHAINS = 16   # independent accumulators: enough to cover the FMA latency on two ports
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import compiler  # noqa: E402
+import search_spaces  # noqa: E402
+from compiler import Target  # noqa: E402
+from compiler.llvm_target import target_machine  # noqa: E402
+
 ITERS = 20_000_000
+RESNET18_3X3 = [(1, 64, 56, 56, 64), (1, 128, 28, 28, 128), (1, 256, 14, 14, 256),
+                (1, 512, 7, 7, 512)]
 
 
 def _cpu_name() -> str:
@@ -30,16 +54,14 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
-def _kernel(lanes: int):
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
+def _peak_ir(lanes: int, chains: int) -> str:
     vec = f"<{lanes} x float>"
-    body = "\n".join(f"  %a{i} = phi {vec} [ %init, %entry ], [ %n{i}, %loop ]"
-                     for i in range(CHAINS))
+    phis = "\n".join(f"  %a{i} = phi {vec} [ %init, %entry ], [ %n{i}, %loop ]"
+                     for i in range(chains))
     fmas = "\n".join(f"  %n{i} = call {vec} @llvm.fma.v{lanes}f32({vec} %a{i}, {vec} %m, "
-                     f"{vec} %c)" for i in range(CHAINS))
-    adds = "\n".join(f"  %s{i} = fadd {vec} %s{i - 1}, %n{i}" for i in range(1, CHAINS))
-    ir = f"""
+                     f"{vec} %c)" for i in range(chains))
+    adds = "\n".join(f"  %s{i} = fadd {vec} %s{i - 1}, %n{i}" for i in range(1, chains))
+    return f"""
 declare {vec} @llvm.fma.v{lanes}f32({vec}, {vec}, {vec})
 define float @peak(i64 %iters) {{
 entry:
@@ -49,7 +71,7 @@ entry:
   br label %loop
 loop:
   %k = phi i64 [ 0, %entry ], [ %k1, %loop ]
-{body}
+{phis}
 {fmas}
   %k1 = add i64 %k, 1
   %done = icmp eq i64 %k1, %iters
@@ -57,32 +79,27 @@ loop:
 exit:
   %s0 = fadd {vec} %n0, zeroinitializer
 {adds}
-  %r = extractelement {vec} %s{CHAINS - 1}, i32 0
+  %r = extractelement {vec} %s{chains - 1}, i32 0
   ret float %r
 }}
 """
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                      features=llvm.get_host_cpu_features().flatten(),
-                                      opt=3)
-    mod = llvm.parse_assembly(ir)
-    engine = llvm.create_mcjit_compiler(mod, tm)
+
+
+def fma_peak(target: Target) -> tuple[float, float, int]:
+    """(GFLOPS on one core, GFLOPS on all of the target's cores, chains) of the FMA loop
+    compiled for `target`."""
+    chains = target.vector_registers - 2
+    lanes = target.vector_lanes
+    mod = llvm.parse_assembly(_peak_ir(lanes, chains))
+    engine = llvm.create_mcjit_compiler(mod, target_machine(target))
     engine.finalize_object()
     fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64)(engine.get_function_address("peak"))
-    return fn, engine
-
-
-def main():
-    llvm.initialize_native_target()
-    feats = llvm.get_host_cpu_features()
-    lanes = 16 if feats.get("avx512f") else 8
-    fn, _engine = _kernel(lanes)
-    flop = ITERS * CHAINS * lanes * 2
+    flop = ITERS * chains * lanes * 2
     fn(1000)
     start = time.perf_counter()
     fn(ITERS)
     one = flop / (time.perf_counter() - start) / 1e9
-    cores = os.cpu_count() or 1
+    cores = target.num_cores
     threads = [threading.Thread(target=fn, args=(ITERS,)) for _ in range(cores)]
     start = time.perf_counter()
     for t in threads:
@@ -90,9 +107,61 @@ def main():
     for t in threads:
         t.join()
     every = cores * flop / (time.perf_counter() - start) / 1e9
-    print(f"CPU: {_cpu_name()} (LLVM: {llvm.get_host_cpu_name()}), {cores} cores, "
-          f"{lanes * 32}-bit vectors")
-    print(f"FMA peak, fp32: {one:.1f} GFLOPS on one core, {every:.1f} GFLOPS on {cores}")
+    return one, every, chains
+
+
+def packed_conv_gflops(target: Target, layer: tuple) -> tuple[float, str]:
+    """GFLOPS of the packed convolution's fallback config on a 3x3 layer (stride 1, pad
+    1) with the target's lanes as channel blocks, and its register tile."""
+    n, c, h, w, k = layer
+    block = target.vector_lanes
+    args = (n, c, h, w, k, 3, 3, 1, 1, block, block)
+    space = search_spaces.space("conv2d_nchwc", *args, target=target)
+    s, tensors = search_spaces.instantiate("conv2d_nchwc", *args, config=space.fallback(),
+                                           target=target)
+    f = compiler.build(s, tensors, target=target)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal([int(d) for d in t.shape]).astype("float32")
+              for t in tensors]
+    seconds = f.time_evaluator(number=10, repeat=7, min_repeat_ms=50)(*arrays).median
+    return 2 * n * k * h * w * c * 9 / seconds / 1e9, space.fallback()["register_tile"].val
+
+
+def numpy_gflops(size: int = 1024) -> float:
+    """GFLOPS of numpy's float32 matmul (its BLAS, all its threads), median of 7."""
+    a = np.random.default_rng(0).standard_normal((size, size)).astype("float32")
+    a @ a
+    times = []
+    for _ in range(7):
+        start = time.perf_counter()
+        for _ in range(5):
+            a @ a
+        times.append((time.perf_counter() - start) / 5)
+    return 2 * size ** 3 / statistics.median(times) / 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="llvm", help="target whose ISA is measured")
+    target = Target(parser.parse_args().target)
+    unit = target.vector_unit
+    one, every, chains = fma_peak(target)
+    print(f"CPU: {_cpu_name()} (LLVM: {llvm.get_host_cpu_name()}); target '{target}': "
+          f"{unit.bits}-bit vectors ({target.vector_lanes} float32 lanes), "
+          f"{unit.registers} vector registers, FMA {'yes' if unit.fma else 'no'}")
+    print(f"FMA peak, fp32 ({chains} accumulator chains): {one:.1f} GFLOPS on one core, "
+          f"{every:.1f} GFLOPS on {target.num_cores}")
+    best = 0.0
+    for layer in RESNET18_3X3:
+        gflops, tile = packed_conv_gflops(target, layer)
+        best = max(best, gflops)
+        print(f"packed conv fallback {layer} 3x3, register tile {tile}: {gflops:.1f} GFLOPS "
+              f"({gflops / every:.0%} of peak)")
+    gflops = numpy_gflops()
+    best = max(best, gflops)
+    print(f"numpy float32 matmul 1024^3: {gflops:.1f} GFLOPS ({gflops / every:.0%} of peak)")
+    print(f"peak {'>=' if every >= best else '<'} best sustained kernel: {every:.1f} vs "
+          f"{best:.1f} GFLOPS")
 
 
 if __name__ == "__main__":
