@@ -2,11 +2,11 @@
 model, and how many of its kernels each one schedules.
 
     mod, params = compiler.frontend.from_onnx("model.onnx")
-    with PassContext(opt_level=3):
-        tasks, weights = extract_tasks(mod, params)
+    tasks, weights = extract_tasks(mod, params)
 
-The model goes through the build's own passes (compiler.graph.optimize, under the current
-PassContext: the same fusion and the same layouts the build will make), and every fused
+The model goes through the build's own passes (compiler.graph.optimize, under the
+build's PassContext, compiler.graph.build_context: the entered one, else opt_level 3;
+the same fusion and the same layouts the build will make), and every fused
 function's anchor is put to the chooser (compiler.graph.choice_of) exactly as the build
 does, without lowering anything. The chosen candidate names its workload
 (template, bound arguments): that is the task, so one record serves every kernel whose
@@ -36,7 +36,6 @@ import dataclasses
 from compiler import Target, graph
 from compiler.graph.functor import post_order
 from compiler.graph.strategy import candidates
-from compiler.transform.pass_infra import PassContext
 from search_spaces.library import LIBRARY
 
 from .task import Task
@@ -58,9 +57,8 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     task."""
     external = [external] if isinstance(external, str) else list(external or [])
     compilers = [e for e in external if e not in LIBRARIES]
-    with Target(target):  # every pass and strategy asks the target the build will have
+    with Target(target), graph.build_context() as ctx:  # as the build will have them
         counts = _workloads(graph.optimize(mod, params, external=compilers))
-        ctx = PassContext.current()
         if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
             unpacked = dataclasses.replace(ctx, instruments=(),
                                            disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))

@@ -123,6 +123,13 @@ class PassContext:
         stack = _STACK.get()
         return stack[-1] if stack else _DEFAULT
 
+    @staticmethod
+    def entered() -> PassContext | None:
+        """The innermost entered context of this thread, None outside any: for a caller
+        whose own default differs (the graph build's is opt_level 3)."""
+        stack = _STACK.get()
+        return stack[-1] if stack else None
+
     def get_config(self, key: str):
         """The configured value of `key`, or its registered default."""
         _config_type(key)

@@ -9,6 +9,7 @@ import pytest
 
 from compiler import graph
 from compiler.graph.reference import evaluate
+from compiler.transform.pass_infra import PassContext
 
 rng = np.random.default_rng(3)
 
@@ -33,8 +34,24 @@ def test_a_conv2d_kernel_with_its_tail_matches_numpy(c, k, size, kernel, stride,
     if tail == "clip":
         y = graph.clip(y, 0.0, 6.0)
     fn = graph.Function([x], y)
-    lib = graph.build(graph.IRModule.from_expr(fn))
+    with PassContext(opt_level=2):  # the NCHW kernel (the build's default packs it)
+        lib = graph.build(graph.IRModule.from_expr(fn))
     data = rng.standard_normal((1, c, size, size)).astype("float32")
     got, = lib.run(x=data)
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
     assert len(lib.plan["steps"]) == 1  # the conv and its tail: one kernel
+
+
+def test_outside_any_pass_context_the_build_packs_convolutions():
+    """graph.build's own default is opt_level 3 (autosched compile's): a user who never
+    enters a PassContext gets the packed kernels, not the NCHW ones."""
+    x = graph.var("x", shape=(1, 16, 14, 14))
+    w = graph.const(rng.standard_normal((32, 16, 3, 3)).astype("float32"))
+    fn = graph.Function([x], graph.nn.relu(graph.nn.conv2d(x, w, padding=1)))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    assert any("conv2d_nchwc" in str(step["info"].get("workload")) for step in lib.plan["steps"])
+    data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    np.testing.assert_allclose(lib.run(x=data)[0], evaluate(fn, data), rtol=1e-4, atol=1e-4)
+    with PassContext(opt_level=2):
+        assert graph.build_context().opt_level == 2
+    assert graph.build_context().opt_level == 3

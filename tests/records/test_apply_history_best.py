@@ -14,6 +14,7 @@ import search_spaces
 import tuner
 from compiler import graph
 from compiler.graph.lower import lower_function
+from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest, FallbackWarning
 from search_spaces import ApplyConfig, FallbackConfig, dispatch, instantiate
 
@@ -277,7 +278,8 @@ def test_a_model_gets_another_cpus_record_only_when_its_cpu_has_none(db):
                                     0.01, float(next(_timestamps)), "testhost")])
 
     def applied():
-        with ApplyHistoryBest(db, target=HERE), warnings.catch_warnings():
+        with ApplyHistoryBest(db, target=HERE), warnings.catch_warnings(), \
+                PassContext(opt_level=2):  # the NCHW kernel, whose records these are
             warnings.simplefilter("ignore", FallbackWarning)
             info = graph.build(mod).plan["steps"][0]["info"]
         return info["config"], info["fallback"]
