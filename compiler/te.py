@@ -10,7 +10,7 @@ find them.
 from .ir.expr import Expr, ProducerLoad, Var, const
 from .ir.range import Range
 from .ir.reduce import CommReducer, Reduce
-from .lang.intrin import (abs, all, any, cast, ceil, exp, floor, floordiv, floormod,
+from .lang.intrin import (abs, all, any, cast, ceil, erf, exp, floor, floordiv, floormod,
                           if_then_else, log, max, min, power, select, sigmoid, sqrt, sum, tanh,
                           truncdiv, truncmod)
 from .lang.reduce import comm_reducer, max_value, min_value
@@ -19,7 +19,7 @@ from .lang.tensor import (ComputeOp, IterVar, PlaceholderOp, Tensor, compute, pl
 from .schedule.schedule import Schedule, create_schedule
 
 __all__ = [
-    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "exp", "floor", "floordiv",
+    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "erf", "exp", "floor", "floordiv",
     "floormod", "if_then_else", "log", "max", "min", "power", "select", "sigmoid", "sqrt",
     "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce", "comm_reducer",
     "min_value", "max_value", "ComputeOp", "IterVar", "PlaceholderOp", "ProducerLoad",

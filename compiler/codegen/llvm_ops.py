@@ -1,7 +1,8 @@
 """The LLVM instructions of one operation of the loop IR, on values already emitted: the
 types of dtypes, casts, comparisons, arithmetic (floor division and modulo rounding
-toward minus infinity), broadcasts and math intrinsics. They need an IRBuilder and no
-state of the walk over the IR, which is CodeGenLLVM's (llvm.py).
+toward minus infinity), broadcasts and math functions (float32's exp, log, tanh, sigmoid
+and erf are fast_math.py's). They need an IRBuilder and no state of the walk over the
+IR, which is CodeGenLLVM's (llvm.py).
 
 Float multiply and add carry the `contract` flag, which lets LLVM fuse them into FMA
 instructions, as C compilers do by default.
@@ -12,6 +13,7 @@ from llvmlite import ir
 
 from ..errors import BuildError
 from ..ir import expr as E
+from . import fast_math
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -120,15 +122,20 @@ def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
 
 
 def math_call(b: ir.IRBuilder, name: str, args: list, dtype: str, where: str) -> ir.Value:
-    """The math function `name` (exp, sigmoid, abs, ...) of `args` on `dtype`, through
-    LLVM's intrinsics; a BuildError naming the function `where` for one it lacks."""
+    """The math function `name` (exp, sigmoid, abs, ...) of `args` on `dtype`: float32's
+    exp, log, tanh, sigmoid and erf in vector registers (fast_math.py), the rest through
+    LLVM's intrinsics or libm; a BuildError naming the function `where` for one it lacks."""
     ty = llvm_type(dtype)
     elem = E.element(dtype)
-    if name == "sigmoid":
+    if elem == "float32" and name in fast_math.FLOAT32:
+        return fast_math.FLOAT32[name](b, args[0])
+    if name == "sigmoid" and elem == "float64":
         one = ir.Constant(ty, 1.0) if E.lanes(dtype) == 1 else \
             ir.Constant(ty, [ir.Constant(ty.element, 1.0)] * E.lanes(dtype))
         neg = b.fneg(args[0])
         return b.fdiv(one, b.fadd(one, math_call(b, "exp", [neg], dtype, where)))
+    if name == "erf" and elem == "float64":
+        return _per_lane(b, "erf", args[0])
     if name == "abs" and not E.is_float(elem):
         x = args[0]
         return b.select(b.icmp_signed("<", x, ir.Constant(ty, None)), b.neg(x), x)
@@ -138,3 +145,16 @@ def math_call(b: ir.IRBuilder, name: str, args: list, dtype: str, where: str) ->
     suffix = _SUFFIX[elem] if n == 1 else f"v{n}{_SUFFIX[elem]}"
     fn = declare(b.module, f"llvm.{_INTRINSICS[name]}.{suffix}", ty, [ty] * len(args))
     return b.call(fn, args)
+
+
+def _per_lane(b: ir.IRBuilder, libm: str, x: ir.Value) -> ir.Value:
+    """The C library's double function `libm` of each lane of `x` (LLVM has no
+    intrinsic for it)."""
+    d = ir.DoubleType()
+    fn = declare(b.module, libm, d, [d])
+    if not isinstance(x.type, ir.VectorType):
+        return b.call(fn, [x])
+    out = ir.Constant(x.type, None)
+    for k in range(x.type.count):
+        out = b.insert_element(out, b.call(fn, [b.extract_element(x, I32(k))]), I32(k))
+    return out

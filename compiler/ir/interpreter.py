@@ -38,8 +38,8 @@ def _exp(x):
 
 
 _FUNCS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
-          "sigmoid": "_sigmoid", "floor": "math.floor", "ceil": "math.ceil", "abs": "abs",
-          "pow": "math.pow"}
+          "sigmoid": "_sigmoid", "erf": "math.erf", "floor": "math.floor", "ceil": "math.ceil",
+          "abs": "abs", "pow": "math.pow"}
 
 
 class _Emitter:

@@ -6,7 +6,7 @@ from ..ir.expr import (And, Call, Cast, Expr, FloorDiv, FloorMod, Max, Min, Or, 
 from .reduce import reduce_max, reduce_min, reduce_sum
 from .tensor import IterVar
 
-FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil")
+FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil")
 
 
 def _float_call(name: str, x) -> Expr:
@@ -39,6 +39,11 @@ def tanh(x) -> Expr:
 def sigmoid(x) -> Expr:
     """1 / (1 + exp(-x))."""
     return _float_call("sigmoid", x)
+
+
+def erf(x) -> Expr:
+    """The error function, 2 / sqrt(pi) * integral of e^-t^2 from 0 to x (GELU's)."""
+    return _float_call("erf", x)
 
 
 def floor(x) -> Expr:

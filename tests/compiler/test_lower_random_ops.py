@@ -3,6 +3,7 @@ non-zero start), symbolic sizes, conv2d with padding, intrinsics and dtypes; low
 run through the IR interpreter and compared with numpy."""
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -253,6 +254,17 @@ def test_sigmoid_exp_extremes():
     with np.errstate(over="ignore"):
         want = 1 / (1 + np.exp(-a.astype("float64")))
     check(s, [A, S], [a], [want], log)
+
+
+def test_log_and_erf():
+    log = Log("fixed")
+    A = te.placeholder((6,), name="A")
+    L = te.compute((6,), lambda i: te.log(A[i]) + te.erf(A[i] - 1.5), name="L")
+    s = te.create_schedule(L.op)
+    a = np.array([0.01, 0.5, 1.0, 2.0, 3.5, 100.0], "float32")
+    a64 = a.astype("float64")
+    want = np.log(a64) + np.array([math.erf(v - 1.5) for v in a64])
+    check(s, [A, L], [a], [want], log)
 
 
 def test_astype_round_trip():
