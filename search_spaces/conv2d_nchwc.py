@@ -48,14 +48,15 @@ def _tile_name(tile) -> str:
     return f"{tile.rows}x{tile.cols}x{tile.blocks}"
 
 
-def _define_knobs(cfg, out_shape, in_blocks: int, depthwise: bool) -> None:
-    """The knobs of both templates (see the module docstring); their fallbacks are
-    compiler.ops.schedule_conv2d_nchwc's choices for the entered target."""
+def _define_knobs(cfg, out_shape, in_blocks: int, window: tuple | None) -> None:
+    """The knobs of both templates (see the module docstring; `window`: a depthwise
+    convolution's); their fallbacks are compiler.ops.schedule_conv2d_nchwc's choices for
+    the entered target."""
     target = Target.resolve()
-    tiles = register_tiles(target, out_shape, depthwise)
+    tiles = register_tiles(target, out_shape, window)
     cfg.define_knob("register_tile", [_tile_name(t) for t in tiles],
-                    fallback=_tile_name(default_register_tile(target, out_shape, depthwise)))
-    if not depthwise:
+                    fallback=_tile_name(default_register_tile(target, out_shape, window)))
+    if window is None:
         cfg.define_split("tile_ic", in_blocks, num_outputs=2, fallback=[-1, in_blocks])
         cfg.define_knob("reduction_order", [0, 1, 2])
     cfg.define_knob("rows_outer", [0, 1])
@@ -145,7 +146,7 @@ def conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     data = te.placeholder((N, C // ic_block, H, W, ic_block), name="data")
     kernel = te.placeholder((K // oc_block, C // ic_block, R, S, ic_block, oc_block),
                             name="kernel")
-    _define_knobs(cfg, (N, K // oc_block, OH, OW, oc_block), C // ic_block, depthwise=False)
+    _define_knobs(cfg, (N, K // oc_block, OH, OW, oc_block), C // ic_block, window=None)
     out = packed_conv(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_conv2d_nchwc(cfg, s, out, out)
@@ -173,7 +174,7 @@ def depthwise_conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     OH, OW = output_size("depthwise_conv2d_nchwc", H, W, R, S, stride, padding)
     data = te.placeholder((N, C // block, H, W, block), name="data")
     kernel = te.placeholder((C // block, 1, R, S, 1, block), name="kernel")
-    _define_knobs(cfg, (N, C // block, OH, OW, block), C // block, depthwise=True)
+    _define_knobs(cfg, (N, C // block, OH, OW, block), C // block, window=(R, S))
     out = packed_depthwise(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_conv2d_nchwc(cfg, s, out, out)

@@ -42,11 +42,15 @@ MAX_TILE_ROWS = 4
 class RegisterTile:
     """A register tile of a packed convolution: `rows` x `cols` output positions of
     `blocks` channel blocks, each block `vectors` vector registers wide; it holds
-    rows * cols * blocks * vectors accumulators."""
+    rows * cols * blocks * vectors accumulators. `weights`: the weight vectors of a
+    block that stay in registers while the tile is computed (one for an ordinary
+    convolution, whose weights change with every input channel; the whole window for a
+    depthwise one, whose few weights the compiler keeps for the whole row)."""
     rows: int
     cols: int
     blocks: int
     vectors: int
+    weights: int = 1
 
     @property
     def accumulators(self) -> int:
@@ -55,40 +59,45 @@ class RegisterTile:
 
     @property
     def registers(self) -> int:
-        """Registers one step of the kernel needs: the accumulators, the weight vectors
-        of every block (loaded once, used at every position) and one input operand (a
-        broadcast value, or a depthwise input vector)."""
-        return self.accumulators + self.blocks * self.vectors + 1
+        """Registers the kernel needs: the accumulators, the weight vectors it holds for
+        every block, and one input operand (a broadcast value, or a depthwise input
+        vector)."""
+        return self.accumulators + self.blocks * self.vectors * self.weights + 1
 
 
-def register_tiles(target: Target, out_shape, depthwise: bool = False) -> list[RegisterTile]:
+def register_tiles(target: Target, out_shape, window: tuple | None = None) -> list[RegisterTile]:
     """Every register tile of a packed convolution with output (N, K/y, OH, OW, y) that
     fits `target`'s vector registers: up to MAX_TILE_ROWS rows, any number of columns
     (those that do not divide OH or OW leave a smaller tile at the edge), channel blocks
-    dividing K/y (one for a depthwise convolution, whose blocks share no input)."""
+    dividing K/y. `window` (KH, KW) for a depthwise convolution: one block per tile (the
+    blocks share no input), its window's weights held. When nothing fits (a depthwise
+    window of wide blocks on few registers), the one-position tile."""
     _, out_blocks, oh, ow, block = (int(d) for d in out_shape)
     vectors = -(-block // target.vector_lanes)
-    blocks = [1] if depthwise else [b for b in range(1, out_blocks + 1) if out_blocks % b == 0]
-    tiles = [RegisterTile(r, c, b, vectors) for r in range(1, min(oh, MAX_TILE_ROWS) + 1)
+    weights = 1 if window is None else window[0] * window[1]
+    blocks = [1] if window else [b for b in range(1, out_blocks + 1) if out_blocks % b == 0]
+    tiles = [RegisterTile(r, c, b, vectors, weights)
+             for r in range(1, min(oh, MAX_TILE_ROWS) + 1)
              for c in range(1, ow + 1) for b in blocks]
-    return [t for t in tiles if t.registers <= target.vector_registers]
+    return [t for t in tiles if t.registers <= target.vector_registers] or tiles[:1]
 
 
-def default_register_tile(target: Target, out_shape, depthwise: bool = False) -> RegisterTile:
+def default_register_tile(target: Target, out_shape, window: tuple | None = None
+                          ) -> RegisterTile:
     """The tile an untuned kernel uses: one that divides the rows and columns (no edge
     tiles) and loads the fewest operands per FMA, ties to more accumulators (they cover
     the FMA latency), then to fewer rows.
 
     Per FMA an ordinary convolution loads 1/(rows*cols) of a weight vector and 1/blocks
-    of a broadcast input; a depthwise one an input vector whatever the tile, and
-    1/(rows*cols) of a weight vector."""
+    of a broadcast input; a depthwise one (`window` given) an input vector whatever the
+    tile, its weights staying in registers."""
     _, _, oh, ow, _ = (int(d) for d in out_shape)
 
     def cost(t: RegisterTile) -> tuple:
-        per_fma = 1 / (t.rows * t.cols) + (1 if depthwise else 1 / t.blocks)
+        per_fma = 1 if window else 1 / (t.rows * t.cols) + 1 / t.blocks
         return (oh % t.rows != 0 or ow % t.cols != 0, round(per_fma, 9), -t.accumulators,
                 t.rows)
-    return min(register_tiles(target, out_shape, depthwise), key=cost)
+    return min(register_tiles(target, out_shape, window), key=cost)
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
@@ -166,8 +175,10 @@ def schedule_conv2d_nchwc(out: Tensor, conv: Tensor, target=None) -> Schedule:
             s[padded].vectorize(s[padded].op.axis[4])
         elif isinstance(padded.op, ComputeOp):  # a weight packed in the kernel, not folded
             s[padded].compute_inline()
-    depthwise = len(conv.op.reduce_axis) == 2
-    tile = default_register_tile(Target.resolve(target), out.shape, depthwise)
+    window = None
+    if len(conv.op.reduce_axis) == 2:  # depthwise: the window alone
+        window = tuple(int(r.dom.extent) for r in conv.op.reduce_axis)
+    tile = default_register_tile(Target.resolve(target), out.shape, window)
     n, c, y, x, v = o.op.axis
     co, ci = o.split(c, factor=tile.blocks)
     yo, yi = o.split(y, factor=tile.rows)

@@ -77,24 +77,28 @@ def test_register_tiles_fit_the_target_and_the_fallback_divides_the_output(spec,
     target = Target(spec)
     _, blocks, oh, ow, block = out_shape
     vectors = -(-block // target.vector_lanes)
-    for depthwise in (False, True):
-        tiles = register_tiles(target, out_shape, depthwise)
+    for window in (None, (3, 3)):
+        tiles = register_tiles(target, out_shape, window)
         assert tiles and all(t.vectors == vectors for t in tiles)
-        assert all(t.rows * t.cols * t.blocks * vectors + t.blocks * vectors + 1 <= registers
-                   and blocks % t.blocks == 0 for t in tiles)
-        assert not depthwise or {t.blocks for t in tiles} == {1}
-        best = default_register_tile(target, out_shape, depthwise)
+        held = 1 if window is None else 9  # weight vectors of a block kept in registers
+        fits = [t.rows * t.cols * t.blocks * vectors + t.blocks * vectors * held + 1
+                <= registers and blocks % t.blocks == 0 for t in tiles]
+        # a 3x3 depthwise window of two-vector blocks cannot fit 16 registers
+        assert all(fits) or (window and vectors * 9 + 2 > registers and len(tiles) == 1)
+        assert window is None or {t.blocks for t in tiles} == {1}
+        best = default_register_tile(target, out_shape, window)
         assert best in tiles and oh % best.rows == 0 and ow % best.cols == 0
-        cfg = search_spaces.space("depthwise_conv2d_nchwc" if depthwise else "conv2d_nchwc",
-                                  *_args_of(out_shape, depthwise), target=target).fallback()
+        cfg = search_spaces.space("depthwise_conv2d_nchwc" if window else "conv2d_nchwc",
+                                  *_args_of(out_shape, window), target=target).fallback()
         assert cfg["register_tile"].val == f"{best.rows}x{best.cols}x{best.blocks}"
 
 
-def _args_of(out_shape, depthwise):
-    """Template arguments of a 1x1 convolution with output `out_shape`."""
+def _args_of(out_shape, window):
+    """Template arguments of a 1x1 convolution, or a depthwise `window` one padded to
+    keep its size, with output `out_shape`."""
     n, blocks, oh, ow, block = out_shape
-    if depthwise:
-        return (n, blocks * block, oh, ow, 1, 1, 1, 0, block)
+    if window:
+        return (n, blocks * block, oh, ow, *window, 1, window[0] // 2, block)
     return (n, 16, oh, ow, blocks * block, 1, 1, 1, 0, 16, block)
 
 
