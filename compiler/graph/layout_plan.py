@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .alter_op_layout import ALTER_ATTR, Planned, block_forms, implementation_forms
+from .alter_op_layout import ALTER_ATTR, Planned, block_forms
 from .chooser import choose_implementation, entered
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from .functor import post_order
@@ -92,14 +92,14 @@ def _logged_states(call: Call) -> list | None:
     """The states of `call` the log gives: [(None, 0)] when the chooser keeps it NCHW,
     else the blocks whose records are of the tier of the chooser's choice, with their
     times; None when nothing of it is logged (its untuned blocks then)."""
-    forms = implementation_forms(call)
-    chosen = choose_implementation(forms, applies=False)
+    blocks = block_forms(call)  # implementation_forms' packed forms, in its order
+    chosen = choose_implementation([*(form for _, form in blocks), call], applies=False)
     if chosen.report is None:
         return None
-    if chosen.candidate.workload in {c.workload for c in candidates(forms[-1])}:
+    if chosen.candidate.workload in {c.workload for c in candidates(call)}:
         return [(None, 0.0)]
     states = []
-    for pair, form in block_forms(call):
+    for pair, form in blocks:
         report = choose_implementation([form], applies=False).report
         if report is not None and report.tier == chosen.report.tier:
             states.append((pair, _picoseconds(report.seconds)))
