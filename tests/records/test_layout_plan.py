@@ -132,3 +132,31 @@ def test_resnet18_with_every_block_logged_needs_no_transform_between_its_layers(
                                  providers=["CPUExecutionProvider"]).run(None, {"input": x})
     np.testing.assert_allclose(lib.run(input=x)[0], want, rtol=1e-4,
                                atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_a_mobilenet_block_with_every_block_logged_matches_numpy(tmp_path):
+    """Pointwise 4L -> 8L, depthwise 8L (one block for its data and result), pointwise
+    back to 4L plus the block's input: every block of each logged at random times, the
+    planned model computes what numpy does, each convolution with a logged record."""
+    rng = np.random.default_rng(11)
+    x = graph.var("x", shape=(1, 4 * L, 9, 9))
+
+    def const(*shape):
+        return graph.const((rng.standard_normal(shape) * 0.3).astype("float32"))
+    y = graph.clip(graph.nn.conv2d(x, const(8 * L, 4 * L, 1, 1)), 0.0, 6.0)
+    y = graph.clip(graph.nn.conv2d(y, const(8 * L, 1, 3, 3), padding=1, groups=8 * L),
+                   0.0, 6.0)
+    fn = graph.Function([x], graph.add(graph.nn.conv2d(y, const(4 * L, 8 * L, 1, 1)), x))
+    mod = graph.IRModule.from_expr(fn)
+    with PassContext(opt_level=3):
+        tasks, _ = tuner.extract_tasks(mod, blocks=True)
+    assert any(t.name == "depthwise_conv2d_nchwc" and t.args[-1] == 2 * L for t in tasks)
+    log(tmp_path / "t.db", {t.workload: float(rng.uniform(1e-6, 4e-6)) for t in tasks})
+    with ApplyHistoryBest(tmp_path / "t.db"), PassContext(opt_level=3), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib = graph.build(mod)
+    convs = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"]
+    assert len(convs) == 3 and all(s["info"]["record"] is not None for s in convs)
+    data = rng.standard_normal((1, 4 * L, 9, 9)).astype("float32")
+    np.testing.assert_allclose(lib.run(x=data)[0], evaluate(fn, data), rtol=1e-4, atol=1e-4)
