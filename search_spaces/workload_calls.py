@@ -7,7 +7,8 @@ turn it into, exactly as the build decides.
     # nn.conv2d of a (1, 64, 56, 56) NCHW value and (64, 64, 3, 3) OIHW weights
 
 A packed convolution's workload gives the NCHW call it was made of, and forms_of the
-packed form with the workload's own data block (the block its producer packed it in);
+packed form with the workload's own data block (the block its producer packed it in)
+first, then its forms in its other blocks (the workload's own among them);
 a dense's weight is a constant (of zeros), as a model's is, so that AlterOpLayout's
 packed form is among its forms.
 """

@@ -22,6 +22,15 @@ default: it doubles a CNN's tasks, and the packed kernels' untuned configs alrea
 near the FMA peak, so the NCHW ones rarely win (the scheduler's estimated latency then
 counts both implementations of a layer: an upper bound).
 
+With `blocks=True`, every packed convolution's other channel blocks are tasks too: each
+(input block, output block) pair it may compute in (compiler/graph/op/conv2d.py
+conv2d_blocks: the target's lanes and their multiples that divide its channels) is a
+workload of conv2d_nchwc (or depthwise_conv2d_nchwc) of its own, weighted by the
+layer's kernels. At compile time the layout planner (compiler/graph/layout_plan.py)
+then picks every layer's blocks for the whole model: the logged times plus the layout
+transforms where blocks differ. Off by default: a layer of 64 to 512 channels has up to
+9 pairs on AVX-512.
+
 With `external` codegens (BYOC), the tasks are those of the build with the compilers
 among them (ccompiler: what it takes is no kernel of ours, so no task), and a library
 (cblas) competes: every op it can compute (nn.dense, matmul, nn.batch_matmul) adds a
@@ -34,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 
 from compiler import Target, graph
+from compiler.graph.alter_op_layout import block_forms
 from compiler.graph.functor import post_order
 from compiler.graph.strategy import candidates
 from search_spaces.library import LIBRARY
@@ -48,13 +58,14 @@ LIBRARIES = (LIBRARY,)
 
 
 def extract_tasks(mod, params: dict | None = None, target="llvm",
-                  alternatives: bool = False, external=None) -> tuple[list, list]:
+                  alternatives: bool = False, external=None,
+                  blocks: bool = False) -> tuple[list, list]:
     """`(tasks, weights)`: one Task per distinct tunable workload of `mod`'s fused
     "main", in the order the model first runs them, and the number of kernel calls each
     one schedules (see the module docstring; `alternatives`: the NCHW implementations of
-    packed convolutions too; `external`: the external codegens the build will use, see
-    the module docstring). Kernels no template schedules (pools, reshapes, ...) are no
-    task."""
+    packed convolutions too; `blocks`: their other channel blocks too; `external`: the
+    external codegens the build will use, see the module docstring). Kernels no
+    template schedules (pools, reshapes, ...) are no task."""
     external = [external] if isinstance(external, str) else list(external or [])
     compilers = [e for e in external if e not in LIBRARIES]
     with Target(target), graph.build_context() as ctx:  # as the build will have them
@@ -66,6 +77,9 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
                 for workload, n in _workloads(graph.optimize(mod, params)).items():
                     if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
                         counts[workload] = n
+        if blocks and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
+            for workload, n in _block_workloads(graph.prepare(mod, params)).items():
+                counts.setdefault(workload, n)
         for library in (e for e in external if e in LIBRARIES):
             prepared = graph.prepare(mod, params)
             for workload, n in _library_workloads(prepared, library, target).items():
@@ -82,6 +96,20 @@ def _library_workloads(prepared, library: str, target) -> dict[tuple, int]:
             for c in candidates(expr, target, libraries=(library,)):
                 if c.library == library:
                     counts[c.workload] = counts.get(c.workload, 0) + 1
+    return counts
+
+
+def _block_workloads(prepared) -> dict[tuple, int]:
+    """{workload of a block of a convolution: its calls} of every call with blocks
+    (alter_op_layout.block_forms) in the prepared graph."""
+    counts: dict[tuple, int] = {}
+    for expr in post_order(prepared["main"].body):
+        if isinstance(expr, graph.Call) and isinstance(expr.op, graph.Op):
+            for _, form in block_forms(expr):
+                workload = next((c.workload for c in candidates(form)
+                                 if c.workload is not None and c.library is None), None)
+                if workload is not None:
+                    counts[workload] = counts.get(workload, 0) + 1
     return counts
 
 

@@ -21,7 +21,12 @@ task of its own (tuner.extract_tasks(alternatives=True)), and the chooser makes 
 (chooser.py): by default the packed one; under records.ApplyHistoryBest the one whose
 record is nearer the build's target or, in the same tier, faster, or the only one
 logged (TVM's select_implementation under AutoTVM takes the fastest logged
-implementation).
+implementation). The blocks a packed convolution computes in are the target's
+(op/layout.py channel_blocks: its float32 lanes untuned); each pair of blocks is a
+workload of its own (tuner.extract_tasks(blocks=True)), and when the log times some,
+the layout planner (layout_plan.py, run by the AlterOpLayout pass first) chooses every
+convolution's blocks for the whole graph, transforms included: its choices reach the
+rules as `ctx.planned()`.
 
 Every value is known to be in NCHW or in a packed layout; a tuple's fields each have
 their own, and a TupleGetItem of a tuple has its field's. Values go through a
@@ -32,12 +37,13 @@ in NCHW, the layout and shape the model declares.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .functor import ExprMutator
 from .infer_type import infer_type
 from .op import Op, get_op_attr, register_op_attr
-from .op.layout import is_packed, layout_transform
+from .op.layout import BLOCKS_ATTR, is_packed, layout_transform, packed
 from .chooser import choose_implementation
 from .strategy import candidates
 from .ty import TupleType
@@ -56,25 +62,51 @@ def register_alter_op_layout(op_name: str, fn: Callable | None = None):
     return register if fn is None else register(fn)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the layout planner (layout_plan.py) chose for one call: the (input block,
+    output block) it computes in (None: NCHW, unaltered), and the layout its result is
+    to be in (its layout class's: a transform follows where that is not the block it
+    writes)."""
+    blocks: tuple[int, int] | None
+    layout: str
+
+
 class LayoutContext(ExprMutator):
     """The pass, and what a layout rule sees of it (see op/layout_rules.py): the layout of
     each rewritten value, the NCHW type it had, and the transforms between layouts.
 
     choose: whether `alter(..., choose=True)` asks the chooser which form of the op to
         keep (False: the altered form, as a probe of what the rule would make of a call
-        wants)."""
+        wants).
+    plan: {id(call of the function rewritten): Planned}, the layout planner's choices
+        (layout_plan.plan_layouts); a call without one gets its rule's own choice."""
 
-    def __init__(self, choose: bool = True):
+    def __init__(self, choose: bool = True, plan: dict[int, Planned] | None = None):
         super().__init__()
         self.choose = choose
+        self.plan = plan or {}
         self._layout: dict[int, str] = {}       # id(new expr) -> its layout
         self._transformed: dict[tuple, Expr] = {}
         self._nchw_type: dict[int, object] = {}  # id(new expr) -> the type it had in NCHW
+        self._visiting: list[Expr] = []          # the original expressions being rewritten
 
     def visit(self, expr: Expr) -> Expr:
         out = super().visit(expr)
         self._nchw_type.setdefault(id(out), expr.ty)
         return out
+
+    def _visit(self, expr: Expr) -> Expr:
+        self._visiting.append(expr)
+        try:
+            return super()._visit(expr)
+        finally:
+            self._visiting.pop()
+
+    def planned(self) -> Planned | None:
+        """The plan's choice for the call being rewritten (rewrite_call's: the original
+        call, whose arguments the rewritten one replaces), None without one."""
+        return self.plan.get(id(self._visiting[-1])) if self._visiting else None
 
     def layout_of(self, expr: Expr) -> str:
         """The layout `expr` is in; a field read out of a tuple (through any chain of
@@ -138,6 +170,13 @@ class LayoutContext(ExprMutator):
         return new
 
     def rewrite_call(self, call: Call) -> Expr:
+        out = self._rewrite(call)
+        planned = self.planned()
+        if planned is None or self.layout_of(out) == planned.layout:
+            return out
+        return self.convert(self._typed(out, call.ty), planned.layout)
+
+    def _rewrite(self, call: Call) -> Expr:
         if isinstance(call.op, Op):
             user = get_op_attr(call.op.name, ALTER_ATTR)
             new = self.alter(call, user) if user is not None else call.op.layout(self, call)
@@ -170,30 +209,55 @@ class _Substitute(ExprMutator):
         return found if found is not None else super().visit(expr)
 
 
-def altered_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
-    """The form the op's layout rule gives the typed `call` on its own, typed, on vars of
-    its arguments' types (a constant weight stays, as the dense's alteration packs it),
-    its data coming in `data_layout`: a dense's nn.contrib_dense_pack, a convolution in
-    NCHW[x]c on transformed operands; [] when it alters nothing."""
-    ctx = LayoutContext(choose=False)
+def _probe(call: Call, data_layout: str, planned: Planned | None = None) -> Call | None:
+    """The form the op's layout rule (or the planner's `planned` choice) gives the typed
+    `call` on its own, typed, on vars of its arguments' types (a constant weight stays,
+    as the dense's alteration packs it), its data coming in `data_layout`; None when it
+    alters nothing."""
     args = [a if isinstance(a, Constant) else Var(f"arg{i}", a.ty)
             for i, a in enumerate(call.args)]
     params = [a for a in args if isinstance(a, Var)]
+    ctx = LayoutContext(choose=False)
     data = args[0]
     if is_packed(data_layout):  # the data as a producer packed it
         data = ctx.mark(ctx._typed(layout_transform(args[0], "NCHW", data_layout),
                                    args[0].ty), data_layout)
-    new = ctx.rewrite_call(Call(call.op, (data, *args[1:]), call.attrs, call.ty))
+    probe = Call(call.op, (data, *args[1:]), call.attrs, call.ty)
+    if planned is not None:
+        ctx.plan = {id(probe): planned}
+    new = ctx.visit(probe)
     if not isinstance(new, Call) or new.op is call.op and new.attrs == call.attrs:
+        return None
+    return infer_type(Function(params, new)).body
+
+
+def block_forms(call: Call) -> list[tuple[tuple[int, int], Call]]:
+    """((input block, output block), typed form) for each pair of blocks the op of the
+    typed `call` offers it (its BLOCKS_ATTR: a convolution's NCHW[x]c forms, the untuned
+    pair first), its data coming in the input block; [] for an op without blocks."""
+    blocks_of = get_op_attr(call.op.name, BLOCKS_ATTR)
+    pairs = blocks_of(call, None) if blocks_of is not None else []
+    return [(pair, _probe(call, packed(pair[0]), Planned(pair, packed(pair[1]))))
+            for pair in pairs]
+
+
+def altered_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
+    """The form the op's layout rule gives the typed `call` on its own, its data coming
+    in `data_layout` (a dense's nn.contrib_dense_pack, a convolution in NCHW[x]c on
+    transformed operands), then the forms in the op's other blocks (block_forms); []
+    when it alters nothing."""
+    first = _probe(call, data_layout)
+    if first is None:
         return []
-    return [infer_type(Function(params, new)).body]
+    return [first, *(form for _, form in block_forms(call)
+                     if form.attrs != first.attrs)]
 
 
 def implementation_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
     """The forms the build may run the typed `call` in, in its order of preference (the
-    altered one first: the default): what every decision among a call's
-    implementations puts to the chooser (AlterOpLayout, the cblas codegen, `autosched
-    log best`), so that they order them alike."""
+    altered one first: the default; then its other blocks): what every decision among a
+    call's implementations puts to the chooser (AlterOpLayout, the layout planner, the
+    cblas codegen, `autosched log best`), so that they order them alike."""
     return [*altered_forms(call, data_layout), call]
 
 
@@ -220,9 +284,10 @@ def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
         chosen.workload not in {c.workload for c in candidates(forms[0])}
 
 
-def alter_op_layout(func: Function) -> Function:
-    """`func` (typed) with the layouts its ops' rules ask for and the transforms between
-    them, typed again; its result (every field of a result tuple) in NCHW."""
-    ctx = LayoutContext()
+def alter_op_layout(func: Function, plan: dict[int, Planned] | None = None) -> Function:
+    """`func` (typed) with the layouts its ops' rules ask for (and the layout planner's
+    `plan` chose: layout_plan.plan_layouts) and the transforms between them, typed
+    again; its result (every field of a result tuple) in NCHW."""
+    ctx = LayoutContext(plan=plan)
     body = ctx.convert(ctx.visit(func.body), "NCHW")
     return infer_type(Function(func.params, body, None, func.attrs))

@@ -49,6 +49,7 @@ from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .external import get_external
 from .functor import ExprMutator, post_order
 from .lower import lower_function
+from .op.layout import layout_change
 from .ty import TensorType, TupleType
 from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
                         FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
@@ -212,6 +213,9 @@ class _Planner:
                            "args": [self._slot(a) for a in expr.args],
                            "out": self._slot(expr), "shape": list(expr.ty.shape),
                            "dtype": expr.ty.dtype, "ops": _ops_of(fn)})
+        layout = _layout_of(fn)
+        if layout:  # a packed convolution's blocks, for the compile table
+            self.steps[-1]["layout"] = layout
 
 
     def _external(self, call: Call) -> None:
@@ -253,6 +257,13 @@ class _Planner:
 def _ops_of(fn: Function) -> list[str]:
     """The ops a fused function calls, in order."""
     return [e.op.name for e in post_order(fn.body) if isinstance(e, Call)]
+
+
+def _layout_of(fn: Function) -> str | None:
+    """The layouts the packed call of a fused function reads and writes ("NCHW16c ->
+    NCHW8c", op.layout.layout_change), None without one."""
+    return next((change for e in post_order(fn.body) if isinstance(e, Call)
+                 if (change := layout_change(e.attrs))), None)
 
 
 def step_outputs(step: dict) -> list[dict]:

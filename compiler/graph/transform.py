@@ -17,6 +17,7 @@ from .fold_scale_axis import fold_scale_axis
 from .functor import ExprMutator
 from .fuse_ops import MAX_DEPTH, fuse_ops
 from .infer_type import infer_type
+from .layout_plan import plan_layouts
 from .merge_compiler_regions import merge_compiler_regions
 from .op import Op
 from .op.tensor import add, divide, multiply, sqrt, subtract
@@ -158,9 +159,12 @@ def FoldScaleAxis():
 
 def AlterOpLayout():
     """Ops get the data layouts their registered alter functions ask for, with
-    layout_transform where layouts meet (alter_op_layout.py)."""
-    return module_pass(lambda mod, ctx: _each_function(mod, alter_op_layout), opt_level=3,
-                       name="AlterOpLayout", required=("InferType",))
+    layout_transform where layouts meet (alter_op_layout.py); under a chooser that logs
+    times, every convolution's blocks are planned for the whole graph first
+    (layout_plan.py)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: alter_op_layout(f, plan_layouts(f))), opt_level=3,
+        name="AlterOpLayout", required=("InferType",))
 
 
 def AnnotateTarget(targets):

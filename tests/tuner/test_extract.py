@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
 from resnet_onnx import resnet18  # noqa: E402
 from test_onnx_frontend import mlp, mobile_block  # noqa: E402
 
-from compiler import graph  # noqa: E402
+from compiler import Target, graph  # noqa: E402
+from compiler.graph.op.layout import channel_blocks  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from tuner import Task, extract_tasks  # noqa: E402
@@ -99,3 +100,31 @@ def test_alternatives_add_the_nchw_implementations_of_the_packed_convolutions(re
     with PassContext(opt_level=2):  # nothing packed: no alternatives to add
         assert extract_tasks(mod, params, alternatives=True)[0] == [
             t for t, _ in resnet_tasks(packed=False)]
+
+
+def test_resnet18s_packed_tasks_for_haswell_are_in_blocks_of_8(resnet):
+    """The haswell variant of the first test: AVX2's 8 lanes make every block 8 (the
+    image's 3 channels stay one block)."""
+    mod, params = from_onnx(resnet)
+    with PassContext(opt_level=3):
+        tasks, _ = extract_tasks(mod, params, target="llvm -mcpu=haswell")
+    assert [t.args[-2:] for t in tasks if t.name == "conv2d_nchwc"] == \
+        [(3, 8)] + [(8, 8)] * 10
+    assert all(t.target == Target("llvm -mcpu=haswell") for t in tasks)
+
+
+def test_blocks_add_every_other_pair_of_blocks_of_the_packed_convolutions(resnet):
+    mod, params = from_onnx(resnet)
+    with PassContext(opt_level=3):
+        tasks, weights = extract_tasks(mod, params, blocks=True)
+    plain = resnet_tasks(packed=True)
+    assert list(zip(tasks, weights))[:len(plain)] == plain
+    lanes = Target("llvm").vector_lanes
+    others = {}
+    for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
+        ins = [3] if C == 3 else channel_blocks(C)
+        for ic, oc in ((i, o) for i in ins for o in channel_blocks(K)):
+            if (ic, oc) != (ins[0], lanes):
+                others[Task("conv2d_nchwc", (1, C, H, H, K, R, R, stride, pad, ic, oc))] = n
+    assert dict(list(zip(tasks, weights))[len(plain):]) == others
+    assert len(others) > 0

@@ -5,7 +5,9 @@ fastest; the build's plan agrees."""
 from __future__ import annotations
 
 import json
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,3 +108,39 @@ def test_log_best_of_a_library_template_without_a_tuned_rival(tmp_path):
                                      "--db", str(db), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["build_picks"] == "cblas"
+
+
+L = Target("llvm").vector_lanes  # the untuned block on this host
+
+
+def test_log_best_and_the_compile_table_show_a_packed_layers_blocks(tmp_path):
+    """A residual block of 2L channels whose two 3x3 convolutions (one workload) the log
+    times in L-in, 2L-out and in 2L-in, L-out blocks: `log best` names a workload's
+    layout among the layer's logged blocks, and the compile table shows each packed
+    convolution's blocks: one writes 2L blocks and the other L blocks, the second reading
+    the first's as they are (no transform between them; which of the two widens is a
+    tie, as they are one workload, and the residual add computes in either block)."""
+    onnx = pytest.importorskip("onnx")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
+    from test_onnx_frontend import residual
+    onnx.save(residual(2 * L, 13), tmp_path / "block.onnx")
+    layer = (1, 2 * L, 13, 13, 2 * L, 3, 3, 1, 1)
+    widen, narrow = ("conv2d_nchwc", (*layer, L, 2 * L)), ("conv2d_nchwc", (*layer, 2 * L, L))
+    db = tmp_path / "t.db"
+    log(db, {widen: 1e-6, narrow: 2e-6})
+    shown = CliRunner().invoke(cli, ["log", "best", widen[0], *map(str, widen[1]), "--db",
+                                     str(db), "--json"])
+    said = json.loads(shown.output)
+    wide, back = f"NCHW{L}c -> NCHW{2 * L}c", f"NCHW{2 * L}c -> NCHW{L}c"
+    assert said["layout"] == wide and said["blocks"] == {wide: 1e-6, back: 2e-6}
+    assert said["build_applies"].endswith(f"({wide})")
+    table = CliRunner().invoke(cli, ["compile", str(tmp_path / "block.onnx"), "-o",
+                                     str(tmp_path / "block.so"), "--db", str(db), "--json"])
+    assert table.exit_code == 0, table.output
+    calls = json.loads(table.output)["calls"]
+    assert [c["layout"] for c in calls if c["layout"]] in ([wide, back], [back, wide])
+    first, second = (i for i, c in enumerate(calls) if c["layout"])
+    assert second == first + 1  # no transform between them
+    text = CliRunner().invoke(cli, ["compile", str(tmp_path / "block.onnx"), "-o",
+                                    str(tmp_path / "block.so"), "--db", str(db)]).output
+    assert wide in text and back in text and "layout" in text

@@ -1,7 +1,10 @@
 """What the build applies to a logged workload, for `autosched log best`: the graph call the
 workload implements (search_spaces.workload_calls) put to the build's own chooser
 (compiler.graph.chooser.choose_implementation under records.ApplyHistoryBest), with and
-without the cblas library, so that the command line says what the build does."""
+without the cblas library, so that the command line says what the build does. For a
+packed convolution it also lists the layer's logged channel blocks ("NCHW16c ->
+NCHW32c"): on its own the build takes the fastest, in a model the layout planner weighs
+them with the transforms between layers (compiler/graph/layout_plan.py)."""
 from __future__ import annotations
 
 import warnings
@@ -9,6 +12,7 @@ import warnings
 from compiler.contrib.cblas import picks_library
 from compiler import Target
 from compiler.graph.chooser import Choice, choose_implementation
+from compiler.graph.op.layout import layout_change
 from compiler.graph.strategy import candidates
 from records import ApplyHistoryBest, FallbackWarning
 from search_spaces.library import LIBRARY
@@ -17,9 +21,22 @@ from search_spaces.workload_calls import forms_of
 from .common import format_seconds, task_label
 
 
-def _label(choice: Choice) -> str:
+def _label(choice: Choice, layouts: dict | None = None) -> str:
     workload = choice.candidate.workload
-    return task_label(*workload) if workload else f"{choice.candidate.name}'s default schedule"
+    if not workload:
+        return f"{choice.candidate.name}'s default schedule"
+    layout = (layouts or {}).get(workload)
+    return task_label(*workload) + (f" ({layout})" if layout else "")
+
+
+def _blocks(ctx, forms: list) -> tuple[dict, dict]:
+    """({workload: its layout change} of the call's packed forms, {layout change: seconds
+    of its best record} of those the log times)."""
+    layouts = {c.workload: change for f in forms if (change := layout_change(f.attrs))
+               for c in candidates(f) if c.workload is not None}
+    times = {change: r.seconds for workload, change in layouts.items()
+             if (r := ctx.report(workload)) is not None}
+    return layouts, times
 
 
 def _time(choice: Choice) -> str:
@@ -43,9 +60,16 @@ def build_applies(db, task) -> dict:
                   if c.workload is not None]
         times = {task_label(*c.workload): r.seconds for c in rivals
                  if (r := ctx.report(c.workload)) is not None}
+        layouts, blocks = _blocks(ctx, forms)
     why = f"{_time(plain)}, tier {plain.report.tier}" if plain.report else "untuned, no record"
-    said = [f"the build applies {_label(plain)} ({why})"]
-    found = {"build_applies": _label(plain), "times": times}
+    said = [f"the build applies {_label(plain, layouts)} ({why})"]
+    found = {"build_applies": _label(plain, layouts), "times": times}
+    if task.workload in layouts:
+        found |= {"layout": layouts[task.workload], "blocks": blocks}
+        said.append("blocks of this layer in the log: " + ", ".join(
+            f"{change} {format_seconds(t)}" for change, t in blocks.items()) +
+            "; in a model the build picks every layer's blocks for the whole graph (these "
+            "times, plus a layout transform where two layers' blocks differ)")
     if any(c.library == LIBRARY for c in rivals):
         own = [c for c in candidates(forms[-1], task.target, (LIBRARY,)) if c.workload]
         first = next((c for c in own if c.library is None), own[0])  # the call as it is

@@ -34,7 +34,9 @@ from .common import (BadInput, external_option, format_seconds, json_option, mak
 def compile_model(model, output, target, shapes, opt_level, external, db, as_json):
     """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
     best configs of the tuning log --db where it has them), and write one file; prints
-    the fused kernels and how each was scheduled. With --external, the parts the
+    the fused kernels, the blocks of each packed convolution (layout: "NCHW16c ->
+    NCHW8c", chosen for the whole model from the log's times) and how each was
+    scheduled. With --external, the parts the
     external codegens take are theirs (OpenBLAS calls, C), in the same file.
 
     Example: autosched compile resnet18.onnx -o resnet18.so --db tune.db --external cblas
@@ -56,12 +58,15 @@ def compile_model(model, output, target, shapes, opt_level, external, db, as_jso
         return print_json({"output": output, "seconds": seconds, "kernels": len(lib.kernels),
                            "peak_bytes": lib.peak_bytes,
                            "calls": [{"kernel": s["kernel"], "ops": s["ops"],
-                                      "info": s.get("info")} for s in steps]})
+                                      "info": s.get("info"), "layout": s.get("layout")}
+                                     for s in steps]})
     from rich.table import Table
-    table = Table("call", "kernel", "fused ops", "output", "schedule")
+    packed = any("layout" in s for s in steps)  # a column only where convolutions pack
+    table = Table("call", "kernel", "fused ops", "output", *(["layout"] if packed else []),
+                  "schedule")
     for i, s in enumerate(steps):
-        table.add_row(str(i), s["kernel"], " + ".join(s["ops"]),
-                      f"{tuple(s['shape'])}", schedule_text(s.get("info")))
+        table.add_row(str(i), s["kernel"], " + ".join(s["ops"]), f"{tuple(s['shape'])}",
+                      *([s.get("layout", "")] if packed else []), schedule_text(s.get("info")))
     console = make_console()
     console.print(table)
     console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "

@@ -58,7 +58,7 @@ def _tasks_file(path: str, target: str) -> list:
 
 
 def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
-                 alternatives: bool, external: list) -> tuple[list, list]:
+                 alternatives: bool, external: list, blocks: bool) -> tuple[list, list]:
     """The tasks of ONNX model `path` and their weights (tuner.extract_tasks), under the
     graph passes of `opt_level`, as `autosched compile` will build it."""
     from compiler.errors import BuildError, FrontendError
@@ -70,7 +70,8 @@ def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
         mod, params = from_onnx(path, shape=shapes)
         with PassContext(opt_level=opt_level):
             tasks, weights = extract_tasks(mod, params, target=target,
-                                           alternatives=alternatives, external=external)
+                                           alternatives=alternatives, external=external,
+                                           blocks=blocks)
     except (FrontendError, BuildError) as err:
         raise BadInput(str(err)) from None
     if not tasks:
@@ -79,7 +80,8 @@ def _model_tasks(path: str, shapes: dict, opt_level: int, target: str,
     return tasks, weights
 
 
-def _print_model_tasks(path: str, tasks: list, weights: list, alternatives: bool) -> None:
+def _print_model_tasks(path: str, tasks: list, weights: list, alternatives: bool,
+                       blocks: bool) -> None:
     from rich.table import Table
     table = Table("task", "kernels (weight)", "MFLOP per call")
     for task, weight in zip(tasks, weights):
@@ -89,6 +91,10 @@ def _print_model_tasks(path: str, tasks: list, weights: list, alternatives: bool
         console.print("--alternatives: a packed convolution and its NCHW implementation are "
                       "two tasks, and the model's estimate counts both (an upper bound); "
                       "the build runs the faster one")
+    if blocks:
+        console.print("--blocks: every channel block of a packed convolution is a task, and "
+                      "the model's estimate counts them all (an upper bound); the build "
+                      "picks each layer's blocks for the whole model, transforms included")
 
 
 def parse_duration(text: str) -> float:
@@ -143,9 +149,14 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
 @click.option("--alternatives", is_flag=True,
               help="For a model: tune the NCHW implementation of every packed convolution "
                    "too; the build takes the faster logged one.")
+@click.option("--blocks", is_flag=True,
+              help="For a model: tune every packed convolution in each of its channel "
+                   "blocks (the target's lanes and their multiples); the build picks every "
+                   "layer's blocks for the whole model, layout transforms included.")
 @external_option
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
-         parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, external):
+         parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
+         external):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -168,7 +179,7 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     if model is None:
         given = click.get_current_context().get_parameter_source("opt_level")
         for option, used in (("--shape", shapes), ("--alternatives", alternatives),
-                             ("--external", external),
+                             ("--blocks", blocks), ("--external", external),
                              ("--opt-level", given == click.core.ParameterSource.COMMANDLINE)):
             if used:
                 raise BadInput(f"{option} is for a model (tune MODEL.onnx {option} ...)")
@@ -176,8 +187,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     weights = None
     if model is not None:
         tasks, weights = _model_tasks(model, shapes, opt_level, target, alternatives,
-                                      external)
-        _print_model_tasks(model, tasks, weights, alternatives)
+                                      external, blocks)
+        _print_model_tasks(model, tasks, weights, alternatives, blocks)
     else:
         tasks = (_tasks_file(tasks_path, target) if tasks_path
                  else [make_task(spec[0], spec[1:], target)])

@@ -6,7 +6,9 @@ alteration into NCHW[x]c), its default schedule and its samples; and its constru
 Layouts: `data_layout="NCHW16c"` (set by AlterOpLayout) is the packed layout with 16
 channels innermost, `kernel_layout="OIHW16i16o"` the packed weights (O/16, I/16, KH, KW,
 16, 16) that go with it; the output is NCHW16c as well unless `out_layout` names another
-block (a 3-channel image convolves as NCHW3c with OIHW3i16o weights into NCHW16c).
+block (a 3-channel image convolves as NCHW3c with OIHW3i16o weights into NCHW16c). The
+blocks are the target's (layout.channel_blocks: its float32 lanes, 16 on AVX-512, 8 on
+AVX2, and their multiples), and conv2d_blocks says which pairs a call may take.
 """
 from __future__ import annotations
 
@@ -20,14 +22,10 @@ from ...ops.conv2d_schedule import schedule_conv2d_nchw
 from ...ops.pattern import OpPattern
 from ..expr import Call, Expr
 from ..ty import TensorType
-from .layout import block_of, is_packed, layout_transform, transform_array
-from .registry import GraphTypeError, call, register_op
+from .layout import (BLOCKS_ATTR, block_of, channel_blocks, is_packed, layout_transform,
+                     packed, smallest_block, transform_array)
+from .registry import GraphTypeError, call, register_op, register_op_attr
 from .relations import kernel_blocks, padding4, pair, same_dtype, tensor_args, window
-
-BLOCKS = (16, 8)
-"""Channel blocks the built-in conv2d alteration tries, widest first: 16 float32 lanes
-fill an AVX-512 vector, 8 an AVX2 one (or half of one)."""
-
 
 def _packed_rel(data, weight, attrs):
     """data NCHW[x]c (N, C/x, H, W, x); weight OIHW, or packed: OIHW[x]i[y]o (groups 1)
@@ -150,51 +148,73 @@ def _reference(args, attrs):
     return out
 
 
-def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None = None):
-    """The built-in alteration of nn.conv2d into NCHW[x]c (Relay's FTVMAlterOpLayout
-    signature), or None. An ordinary convolution (groups 1, NCHW) computes in NCHW[x]c
-    with its weights packed OIHW[x]i[y]o, the layout in which its kernel
-    (compiler.ops.conv2d_nchwc) runs near the FMA peak. Its input block x is
-    `data_block`, the block its data is packed in already, when that divides its
-    channels (so no transform is needed between two packed convolutions), else the
-    widest of BLOCKS that does, else (an RGB image) all its channels as one block; its
-    output block y is the widest of BLOCKS that divides its output channels. A
-    depthwise convolution (channel multiplier 1) keeps x for both (weights OIHW1i[x]o),
-    so a MobileNet block stays packed from one pointwise convolution through the
-    depthwise one to the next. The weights' layout_transform is of constants, so
-    FoldConstant folds it when the model is built and no weight is repacked at run
-    time."""
+def conv2d_blocks(attrs, tinfos, data_block: int | None = None) -> list[tuple[int, int]]:
+    """The (input block, output block) pairs a convolution of `attrs` on data and weights
+    of the NCHW types `tinfos` may compute in as NCHW[x]c, the untuned pair first; []
+    for one that does not pack (grouped, or channels no block divides). The blocks are
+    the target's (layout.channel_blocks). Untuned, the input block is `data_block`, the
+    block its data comes packed in, when that divides its channels (no transform
+    between two packed convolutions), else the target's default, else (an RGB image)
+    all its channels as one block; the output block is the default of its output
+    channels. A depthwise convolution (channel multiplier 1) has one block for both, so
+    a MobileNet block stays packed from one pointwise convolution through the depthwise
+    one to the next."""
     data, weight = tinfos
     if attrs["data_layout"] != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW" or \
             len(data.shape) != 4:
-        return None
+        return []
     channels, out_channels, weight_in = data.shape[1], weight.shape[0], weight.shape[1]
     depthwise = attrs["groups"] == channels == out_channels and weight_in == 1
     if attrs["groups"] != 1 and not depthwise:
-        return None
-    widest = [b for b in BLOCKS if channels % b == 0]
+        return []
+    blocks = channel_blocks(channels)
+    if not blocks and not depthwise and channels < smallest_block():
+        blocks = [channels]  # an image's few channels: one block of all of them
     if data_block is not None and channels % data_block == 0:
-        block = data_block  # the producer's layout: no transform between them
-    elif widest:
-        block = widest[0]
-    elif not depthwise and channels < min(BLOCKS):
-        block = channels  # an image's few channels: one block of all of them
-    else:
-        return None
-    out_block = block if depthwise else \
-        next((b for b in BLOCKS if out_channels % b == 0), None)
-    if out_block is None:
-        return None
+        blocks = [data_block, *(b for b in blocks if b != data_block)]
+    if depthwise:
+        return [(b, b) for b in blocks]
+    outs = channel_blocks(out_channels)
+    return [(b, o) for b in blocks for o in outs]
+
+
+def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None = None,
+                       blocks: tuple[int, int] | None = None):
+    """The built-in alteration of nn.conv2d into NCHW[x]c (Relay's FTVMAlterOpLayout
+    signature), or None. An ordinary convolution (groups 1, NCHW) computes in NCHW[x]c
+    with its weights packed OIHW[x]i[y]o, the layout in which its kernel
+    (compiler.ops.conv2d_nchwc) runs near the FMA peak; a depthwise one with weights
+    OIHW1i[x]o. (x, y) is `blocks` when given (the layout planner's choice), else the
+    untuned pair of conv2d_blocks for data packed in `data_block`. The weights'
+    layout_transform is of constants, so FoldConstant folds it when the model is built
+    and no weight is repacked at run time."""
+    if blocks is None:
+        pairs = conv2d_blocks(attrs, tinfos, data_block)
+        if not pairs:
+            return None
+        blocks = pairs[0]
+    block, out_block = blocks
+    depthwise = attrs["groups"] != 1
     kernel_layout = f"OIHW{1 if depthwise else block}i{out_block}o"
-    packed = layout_transform(inputs[1], "OIHW", kernel_layout)
-    return conv2d(inputs[0], packed, attrs["strides"], attrs["padding"], attrs["dilation"],
-                  attrs["groups"], f"NCHW{block}c", kernel_layout,
-                  f"NCHW{out_block}c" if out_block != block else "")
+    packed_weight = layout_transform(inputs[1], "OIHW", kernel_layout)
+    return conv2d(inputs[0], packed_weight, attrs["strides"], attrs["padding"],
+                  attrs["dilation"], attrs["groups"], packed(block), kernel_layout,
+                  packed(out_block) if out_block != block else "")
+
+
+def _blocks_of(call: Call, data_block: int | None) -> list[tuple[int, int]]:
+    """conv2d_blocks of a typed call (the op's BLOCKS_ATTR)."""
+    return conv2d_blocks(call.attrs, [a.ty for a in call.args], data_block)
 
 
 def _layout(ctx, call: Call) -> Expr | None:
-    """alter_conv2d_nchwc, its data block the block its data comes packed in; the
-    implementation chooser may keep it in NCHW (ctx.alter)."""
+    """The blocks the layout planner chose for this call (None: NCHW), else
+    alter_conv2d_nchwc's untuned pair for the block its data comes packed in, which the
+    implementation chooser may keep in NCHW (ctx.alter)."""
+    planned = ctx.planned()
+    if planned is not None:
+        return None if planned.blocks is None else \
+            ctx.alter(call, functools.partial(alter_conv2d_nchwc, blocks=planned.blocks))
     have = ctx.layout_of(call.args[0])
     alter = functools.partial(alter_conv2d_nchwc,
                               data_block=block_of(have) if is_packed(have) else None)
@@ -236,6 +256,7 @@ register_op("nn.conv2d", _rel, OpPattern.OUT_ELEMWISE_FUSABLE,
              "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": ""}, 2,
             compute=_compute, reference=_reference, layout=_layout, schedule=_schedule,
             samples=_samples)
+register_op_attr("nn.conv2d", BLOCKS_ATTR, _blocks_of)
 
 
 def conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), dilation=(1, 1),

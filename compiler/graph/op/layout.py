@@ -1,10 +1,11 @@
 """layout_transform, the op that moves a value between layouts: NCHW <-> NCHW[x]c (the
 channels split into blocks of x, innermost) and OIHW -> OIHW[x]i[y]o (a conv2d's weights
-packed for NCHW[x]c data: (O/y, I/x, KH, KW, x, y)); and the names of layouts that the
-layout rules share."""
+packed for NCHW[x]c data: (O/y, I/x, KH, KW, x, y)); the names of layouts that the
+layout rules share; and the channel blocks a target's vectors take."""
 from __future__ import annotations
 
 from ... import te
+from ...target import Target
 from ...ops.pattern import OpPattern
 from ..expr import Call, Expr
 from ..ty import TensorType
@@ -20,6 +21,62 @@ def is_packed(layout: str) -> bool:
 def block_of(layout: str) -> int:
     """x of NCHW[x]c."""
     return int(layout[4:-1])
+
+
+def packed(block: int) -> str:
+    """NCHW[block]c."""
+    return f"NCHW{block}c"
+
+
+def layout_change(attrs: dict) -> str | None:
+    """"NCHW16c -> NCHW8c": the layouts a call with these attrs (a convolution's
+    data_layout and out_layout) reads and writes, for the command line; None for one in
+    NCHW."""
+    data = attrs.get("data_layout", "NCHW")
+    if not is_packed(data):
+        return None
+    return f"{data} -> {attrs.get('out_layout') or data}"
+
+
+def keeps_layout(rule):
+    """Mark a layout rule under which the op's result is in the one packed layout of its
+    operands (follow, the pools' window, concatenate, bias_add): the layout planner
+    (layout_plan.py) gives such an op's operands and result one layout."""
+    rule.keeps_layout = True
+    return rule
+
+
+BLOCKS_ATTR = "layout_blocks"
+"""The op attribute that says which (input block, output block) pairs a call may compute
+in: `fn(call, data_block) -> [(x, y), ...]`, the untuned pair for data arriving in
+blocks of `data_block` (None: NCHW) first; [] when the call does not pack. AlterOpLayout's
+planner (layout_plan.py) and task extraction read it; nn.conv2d registers one."""
+
+VECTORS_PER_BLOCK = (1, 2, 4)
+"""A block is one, two or four float32 vectors of the target: the packed convolution's
+register tile holds one block of output channels per column, so four vectors leave
+room for 3 columns of accumulators in AVX2's 16 registers (7 in AVX-512's 32), enough
+independent multiply-adds to cover the FMA latency; eight would leave one column."""
+
+
+def channel_blocks(channels: int, target=None) -> list[int]:
+    """The blocks `channels` may be packed in on `target` (default: the entered one,
+    else the host), the untuned default first: the target's float32 lanes and their
+    multiples of VECTORS_PER_BLOCK that divide `channels` (16, 32, 64 with AVX-512; 8,
+    16, 32 with AVX2); when the lanes do not divide, half of them if that divides (24
+    channels in blocks of 8 on AVX-512: a block under half a vector would idle most
+    lanes, where the NCHW kernel vectorizes along the width instead); else []."""
+    lanes = Target.resolve(target).vector_lanes
+    found = [lanes * m for m in VECTORS_PER_BLOCK if channels % (lanes * m) == 0]
+    if not found and lanes % 2 == 0 and channels % (lanes // 2) == 0:
+        found = [lanes // 2]
+    return found
+
+
+def smallest_block(target=None) -> int:
+    """The narrowest block channel_blocks gives on `target`: fewer channels than this
+    (an image's 3) pack as one block of all of them."""
+    return max(1, Target.resolve(target).vector_lanes // 2)
 
 
 def _rel(types, attrs):

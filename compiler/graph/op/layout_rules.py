@@ -7,10 +7,11 @@ layouts (alter_op_layout.LayoutContext: layout_of, nchw_type, convert, mark)."""
 from __future__ import annotations
 
 from ..expr import Call, Expr
-from .layout import block_of, is_packed, layout_transform
+from .layout import block_of, is_packed, keeps_layout, layout_transform
 from .transform import reshape
 
 
+@keeps_layout
 def follow(ctx, call: Call) -> Expr | None:
     """Elementwise and broadcast ops: with one packed layout among the operands, the op
     computes in it when every other operand can follow (follow_operand)."""
@@ -44,6 +45,7 @@ def follow_operand(ctx, arg: Expr, layout: str, shape: tuple) -> Expr | None:
     return None
 
 
+@keeps_layout
 def window(ctx, call: Call) -> Expr | None:
     """Pools: a window over H and W computes in whatever layout its data is in (its
     `layout` attr says which)."""

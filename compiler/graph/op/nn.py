@@ -11,7 +11,7 @@ from ...ops.pattern import OpPattern
 from ..expr import Call, Constant, Expr, TupleGetItem
 from ..ty import TensorType, TupleType
 from .conv2d import conv2d
-from .layout import block_of, is_packed, layout_transform
+from .layout import block_of, is_packed, keeps_layout, layout_transform
 from .layout_rules import follow
 from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from .registry import GraphTypeError, call, needs_nchw, register_op
@@ -171,6 +171,7 @@ def _bias_add_ref(args, attrs):
     return data + bias.reshape(shape)
 
 
+@keeps_layout
 def _bias_add_layout(ctx, call: Call) -> Expr | None:
     """Packed data along the channels: an add of the bias as (1, C, 1, 1), packed."""
     data, bias = call.args

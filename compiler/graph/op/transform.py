@@ -11,7 +11,7 @@ from ... import ops, te
 from ...ops.pattern import OpPattern
 from ..expr import Call, Expr, Tuple
 from ..ty import TensorType, TupleType
-from .layout import block_of
+from .layout import block_of, keeps_layout
 from .registry import GraphTypeError, call, needs_nchw, register_op
 from .relations import axis_of, same_dtype, tensor_args
 
@@ -113,6 +113,7 @@ def _concatenate_compute(ins, at, ty):
     return te.compute(ty.shape, value, name="concatenate")
 
 
+@keeps_layout
 def _concatenate_layout(ctx, call: Call) -> Expr | None:
     """Along the channels of 4-D values that all come packed in one layout whose block
     divides each one's channels, the packed blocks concatenate as they are (axis 1 of

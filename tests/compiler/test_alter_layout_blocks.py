@@ -1,0 +1,66 @@
+"""The channel blocks come from the target (compiler/graph/op/layout.py channel_blocks,
+op/conv2d.py conv2d_blocks): its float32 lanes untuned (16 on AVX-512, 8 on AVX2), and
+their multiples as the alternatives a log may time; a model built for
+`llvm -mcpu=haswell` packs in blocks of 8 (haswell's code runs on this host too)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import Target, graph
+from compiler.frontend import from_onnx
+from compiler.graph.alter_op_layout import block_forms
+from compiler.graph.op.layout import channel_blocks
+from compiler.transform.pass_infra import PassContext
+from test_onnx_frontend import input_and_expected, residual
+
+AVX512 = "llvm -mcpu=skylake-avx512"
+HASWELL = "llvm -mcpu=haswell"
+SSE = "llvm -mcpu=nehalem"
+
+
+@pytest.mark.parametrize("target, channels, blocks", [
+    (AVX512, 64, [16, 32, 64]), (AVX512, 48, [16]), (AVX512, 24, [8]), (AVX512, 12, []),
+    (HASWELL, 64, [8, 16, 32]), (HASWELL, 24, [8]), (HASWELL, 12, [4]), (HASWELL, 6, []),
+    (SSE, 16, [4, 8, 16]), (SSE, 6, [2]),
+])
+def test_the_blocks_are_the_targets_lanes_then_their_multiples(target, channels, blocks):
+    assert channel_blocks(channels, Target(target)) == blocks
+
+
+def _conv(c, k, groups=1):
+    x = graph.var("x", shape=(1, c, 9, 9))
+    w = graph.var("w", shape=(k, c // groups, 3, 3))
+    fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1, groups=groups))
+    return graph.transform.InferType()(graph.IRModule.from_expr(fn))["main"].body
+
+
+@pytest.mark.parametrize("target, c, k, groups, pairs", [
+    (AVX512, 32, 16, 1, [(16, 16), (32, 16)]),
+    (HASWELL, 32, 16, 1, [(8, 8), (8, 16), (16, 8), (16, 16), (32, 8), (32, 16)]),
+    (HASWELL, 3, 16, 1, [(3, 8), (3, 16)]),            # an image: one block of 3
+    (HASWELL, 16, 16, 16, [(8, 8), (16, 16)]),         # depthwise: one block for both
+    (AVX512, 16, 13, 1, []),                           # 13 output channels do not pack
+])
+def test_a_convolutions_block_forms_are_every_pair_the_untuned_first(target, c, k, groups,
+                                                                      pairs):
+    with Target(target):
+        found = block_forms(_conv(c, k, groups))
+    assert [p for p, _ in found] == pairs
+    for (ic, oc), form in found:
+        assert form.attrs["data_layout"] == f"NCHW{ic}c" and form.ty.shape[-1] == oc
+
+
+def test_a_residual_block_built_for_haswell_packs_in_blocks_of_8():
+    """The AVX2 variant of test_alter_layout_build's residual block: 16 channels, which
+    pack by 16 on this AVX-512 host, pack by 8 for haswell, and the model still
+    matches ONNX Runtime (haswell's code runs here)."""
+    m = residual(16, 13)
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    with PassContext(opt_level=3):
+        lib = graph.build(mod, target=HASWELL, params=params)
+    np.testing.assert_allclose(lib.run(x=x)[0], want, rtol=1e-4, atol=1e-4)
+    packed = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"][:2]
+    assert all(s["shape"] == [1, 2, 13, 13, 8] for s in packed)
+    assert all(s["info"]["workload"].endswith(", 8, 8)") for s in packed)
