@@ -8,6 +8,11 @@ one), the ratios, and whether our output matches ONNX Runtime's.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/models.py [--models resnet18]
 
+With --also TARGET (repeatable) each model is also built untuned for that target and timed
+in the same rounds (`--also "llvm -mcpu=haswell"`: AVX2 code, which runs on AVX-512
+CPUs too), and with --force-block N once more with N-channel blocks forced; the
+channel blocks and untuned register tiles of every build are printed.
+
 With --tune --time-budget DURATION (issue 18), each model is first tuned for that long
 (tuner.extract_tasks, then TaskScheduler weighted by the kernels per task, the log
 --db, resumed when it exists), and the table adds our tuned latency; it prints the
@@ -33,7 +38,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from model_defs import MODELS, export_onnx  # noqa: E402
 
 import records  # noqa: E402
-from compiler import graph  # noqa: E402
+import search_spaces  # noqa: E402
+from compiler import Target, graph  # noqa: E402
+from compiler.graph.op.layout import CHANNEL_BLOCK  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from tuner import Measurer, TaskScheduler, extract_tasks  # noqa: E402
@@ -101,7 +108,40 @@ def openvino_runner(path: str, x):
     return run
 
 
-def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -> None:
+def other_builds(mod, params, opt_level: int, targets: list, block: int | None) -> dict:
+    """{label: GraphExecutor} of the model built untuned for each of `targets` (their own
+    channel blocks and register tiles), and with `block`-channel blocks forced where
+    they divide (the pass config relay.AlterOpLayout.channel_block), when given."""
+    builds = {}
+    for spec in targets:
+        short = Target(spec).mcpu
+        with PassContext(opt_level=opt_level):
+            builds[short] = graph.build(mod, target=spec, params=params)
+        if block:
+            with PassContext(opt_level=opt_level, config={CHANNEL_BLOCK: block}):
+                builds[f"{short} {block}c"] = graph.build(mod, target=spec, params=params)
+    return builds
+
+
+def describe_packing(label: str, lib, target) -> str:
+    """The channel blocks and the packed convolutions' register tiles a build chose."""
+    blocks, tiles = set(), {}
+    for step in lib.plan["steps"]:
+        workload = (step.get("info") or {}).get("workload") or ""
+        if not workload.startswith(("conv2d_nchwc(", "depthwise_conv2d_nchwc(")):
+            continue
+        blocks.add(step["shape"][-1])
+        name, args = workload.split("(", 1)
+        args = tuple(int(a) for a in args.rstrip(")").split(","))
+        tile = search_spaces.space(name, *args, target=target).fallback()["register_tile"].val
+        tiles[tile] = tiles.get(tile, 0) + 1
+    return (f"  {label}: channel blocks {sorted(blocks)}, untuned register tiles (rows x "
+            f"columns x blocks: kernels) " + ", ".join(f"{t}: {n}" for t, n in
+                                                       sorted(tiles.items())))
+
+
+def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
+        targets: list = (), block: int | None = None) -> None:
     import onnxruntime as ort
     import torch
     torch.set_num_threads(2)
@@ -115,6 +155,7 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -
         with PassContext(opt_level=opt_level):
             lib = graph.build(mod, params=params)
         compile_s = time.perf_counter() - start
+        others = other_builds(mod, params, opt_level, targets, block)
         tuned = None
         if budget:
             with records.ApplyHistoryBest(db), PassContext(opt_level=opt_level):
@@ -127,6 +168,8 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -
     want, = session.run(None, {"input": x})
     errors = {}
     outputs = {"ours": lambda: lib.run(input=x)[0]}
+    for label, other in others.items():
+        outputs[label] = lambda other=other: other.run(input=x)[0]
     if tuned is not None:
         outputs["ours tuned"] = lambda: tuned.run(input=x)[0]
     if openvino is not None:
@@ -136,6 +179,8 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -
             np.abs(want)))))
     tx = torch.from_numpy(x)
     runs = {"ours": lambda: lib.run(input=x)}
+    for label, other in others.items():
+        runs[label] = lambda other=other: other.run(input=x)
     if tuned is not None:
         runs["ours tuned"] = lambda: tuned.run(input=x)
     runs["onnxruntime"] = lambda: session.run(None, {"input": x})
@@ -159,6 +204,10 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str) -
     for k, v in med.items():
         print(f"  {k:12s} {v * 1e3:8.2f} ms" + (
             f"   {best} is {v / med[best]:.2f}x its speed" if k != best else ""))
+    print(describe_packing("ours", lib, Target("llvm")))
+    for label, other in others.items():
+        spec = next(t for t in targets if Target(t).mcpu == label.split()[0])
+        print(describe_packing(label, other, Target(spec)))
     top = sorted((tuned or lib).profile(repeat=3), key=lambda r: -r["seconds"])[:6]
     for r in top:
         print(f"    {r['kernel']:10s} {r['seconds'] * 1e3:7.2f} ms {r['share']:5.1%}  "
@@ -183,6 +232,12 @@ def main():
                    help="how long --tune tunes (1h, 20m, seconds; one for all models or "
                         "one per model, in --models' order; default 20m)")
     p.add_argument("--db", default="models.db", help="the tuning log (resumed)")
+    p.add_argument("--also", action="append", default=[], metavar="TARGET",
+                   help="also build untuned for TARGET (e.g. 'llvm -mcpu=haswell': AVX2 code "
+                        "runs on AVX-512 CPUs too) and time it in the same rounds")
+    p.add_argument("--force-block", type=int, metavar="N",
+                   help="with --also: one more build per target with N-channel blocks "
+                        "forced where they divide, beside the target's own choice")
     opt = p.parse_args()
     names = opt.models.split(",")
     budgets = [parse_duration(t) for t in opt.time_budget.split(",")] if opt.tune else [None]
@@ -193,7 +248,7 @@ def main():
     for name, budget in zip(names, budgets):
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-        one(name, opt.rounds, opt.opt_level, budget, opt.db)
+        one(name, opt.rounds, opt.opt_level, budget, opt.db, opt.also, opt.force_block)
 
 
 if __name__ == "__main__":

@@ -64,3 +64,17 @@ def test_a_residual_block_built_for_haswell_packs_in_blocks_of_8():
     packed = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"][:2]
     assert all(s["shape"] == [1, 2, 13, 13, 8] for s in packed)
     assert all(s["info"]["workload"].endswith(", 8, 8)") for s in packed)
+
+
+def test_the_channel_block_pass_config_forces_a_block_where_it_divides():
+    """relay.AlterOpLayout.channel_block replaces the target's blocks (to compare them):
+    16 on haswell, where the target's own are 8; the model still matches."""
+    m = residual(16, 13)
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    with PassContext(opt_level=3, config={"relay.AlterOpLayout.channel_block": 16}):
+        assert channel_blocks(48, HASWELL) == [16] and channel_blocks(24, HASWELL) == [8]
+        lib = graph.build(mod, target=HASWELL, params=params)
+    np.testing.assert_allclose(lib.run(x=x)[0], want, rtol=1e-4, atol=1e-4)
+    packed = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"][:2]
+    assert all(s["shape"] == [1, 1, 13, 13, 16] for s in packed)

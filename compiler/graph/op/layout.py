@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ... import te
 from ...target import Target
+from ...transform.pass_infra import PassContext, register_pass_config
 from ...ops.pattern import OpPattern
 from ..expr import Call, Expr
 from ..ty import TensorType
@@ -58,6 +59,11 @@ register tile holds one block of output channels per column, so four vectors lea
 room for 3 columns of accumulators in AVX2's 16 registers (7 in AVX-512's 32), enough
 independent multiply-adds to cover the FMA latency; eight would leave one column."""
 
+CHANNEL_BLOCK = "relay.AlterOpLayout.channel_block"
+"""Pass config: a channel block to use wherever it divides the channels instead of the
+target's (0, the default: the target's)."""
+register_pass_config(CHANNEL_BLOCK, int, 0)
+
 
 def channel_blocks(channels: int, target=None) -> list[int]:
     """The blocks `channels` may be packed in on `target` (default: the entered one,
@@ -65,7 +71,12 @@ def channel_blocks(channels: int, target=None) -> list[int]:
     multiples of VECTORS_PER_BLOCK that divide `channels` (16, 32, 64 with AVX-512; 8,
     16, 32 with AVX2); when the lanes do not divide, half of them if that divides (24
     channels in blocks of 8 on AVX-512: a block under half a vector would idle most
-    lanes, where the NCHW kernel vectorizes along the width instead); else []."""
+    lanes, where the NCHW kernel vectorizes along the width instead); else []. The pass
+    config CHANNEL_BLOCK, where it divides `channels`, is the only block (to compare
+    a target's own blocks with another's)."""
+    forced = PassContext.current().get_config(CHANNEL_BLOCK)
+    if forced and channels % forced == 0:
+        return [forced]
     lanes = Target.resolve(target).vector_lanes
     found = [lanes * m for m in VECTORS_PER_BLOCK if channels % (lanes * m) == 0]
     if not found and lanes % 2 == 0 and channels % (lanes // 2) == 0:
