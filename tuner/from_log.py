@@ -13,6 +13,11 @@ from .measure import MeasureInput, MeasureResult
 from .task import Task
 from .tuner_base import Tuner
 
+# records of each other workload a transfer learns from, the latest: what a model can
+# take from another workload is its general shape, which a few hundred results show,
+# and reading and training on every record of a long log would cost a run minutes
+TRANSFER_PER_WORKLOAD = 512
+
 def resume(tuner: Tuner, db) -> int:
     """Give `tuner` every record of its task in `db` (a records.Database) as measured;
     returns how many.
@@ -33,12 +38,15 @@ def resume(tuner: Tuner, db) -> int:
     return len(inputs)
 
 
-def transfer_records(task: Task, db) -> tuple[list, list]:
-    """(inputs, results) of every record in `db` of the other workloads of `task`'s
-    template for `task`'s target: what a tuner that learns across workloads
-    (Tuner.transfer) is started from. Records made with another version of the template,
-    or whose knobs no longer fit, and workloads whose arguments no longer fit the
-    template are left out without a word: they are not this task's."""
+def transfer_records(task: Task, db, memo: dict | None = None) -> tuple[list, list]:
+    """(inputs, results) of the records in `db` of the other workloads of `task`'s
+    template for `task`'s target, the latest TRANSFER_PER_WORKLOAD of each: what a tuner
+    that learns across workloads (Tuner.transfer) is started from. Records made with
+    another version of the template, or whose knobs no longer fit, and workloads whose
+    arguments no longer fit the template are left out without a word: they are not
+    this task's. memo: a dict kept across the calls of one run, so that each workload is
+    read once for all the run's tasks."""
+    memo = {} if memo is None else memo
     inputs, results = [], []
     for summary in db.tasks():
         if summary.template != task.name or summary.target != str(task.target):
@@ -47,10 +55,13 @@ def transfer_records(task: Task, db) -> tuple[list, list]:
             other = Task(summary.template, summary.args, task.target)
         except SpaceError:
             continue
-        if other != task:
-            got_inputs, got_results, _, _ = _measured(other, db.records(other))
-            inputs += got_inputs
-            results += got_results
+        if other == task:
+            continue
+        if other not in memo:
+            trials = [r for r in db.records(other) if r.role != "control"]
+            memo[other] = _measured(other, trials[-TRANSFER_PER_WORKLOAD:])[:2]
+        inputs += memo[other][0]
+        results += memo[other][1]
     return inputs, results
 
 

@@ -197,7 +197,8 @@ class TaskScheduler:
     def run(self) -> list[TaskState]:
         """Tune until a stop condition (see the module docstring); returns the states."""
         self.started = self.clock()
-        self.states = [self._start(tuner) for tuner in self.tuners]
+        read: dict = {}  # the log's other workloads, read once for all tasks
+        self.states = [self._start(tuner, read) for tuner in self.tuners]
         self.allocation = Allocation(self.states, self.weights, self.batch_size)
         try:
             self._measure_fallbacks()
@@ -217,13 +218,14 @@ class TaskScheduler:
                     self.db.end_run(s.run_id, s.done, s.best_gflops)
         return self.states
 
-    def _start(self, tuner: Tuner) -> TaskState:
-        """The state of `tuner`'s task: resumed from the log, with a run row, if any."""
+    def _start(self, tuner: Tuner, read: dict) -> TaskState:
+        """The state of `tuner`'s task: resumed from the log, with a run row, if any (and
+        transferred to from the log's other workloads: `read` memoizes them)."""
         task, name = tuner.task, tuner_name(tuner)
         state = TaskState(task, tuner, name)
         if self.db is not None:
             if self.transfer and tuner.transfers:
-                inputs, results = transfer_records(task, self.db)
+                inputs, results = transfer_records(task, self.db, read)
                 if inputs:
                     tuner.transfer(inputs, results)
             state.resumed = resume(tuner, self.db)

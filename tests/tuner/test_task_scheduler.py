@@ -9,7 +9,7 @@ import pytest
 
 import records
 from fake_measurer import FakeMeasurer, bowl_cost
-from tuner import StopTuning, Task, allocation
+from tuner import StopTuning, Task, allocation, from_log
 from tuner.confirm import BUDGET_SHARE, OVERHEAD_MS
 from tuner.control import RECHECK_MS
 from tuner.task_scheduler import TaskScheduler
@@ -268,3 +268,14 @@ def test_a_task_with_a_quarter_of_the_latency_gets_its_floor(tmp_path, monkeypat
         assert state.seconds / spent > 0.1
     else:
         assert state.seconds / spent < 0.1 and state.batches <= 4
+
+
+def test_a_transfer_learns_from_the_latest_trials_of_the_other_workloads(tmp_path,
+                                                                      monkeypatch):
+    run(tmp_path, [FLAT, IMPROVING], 48)
+    monkeypatch.setattr(from_log, "TRANSFER_PER_WORKLOAD", 10)
+    with records.Database(tmp_path / "tune.db") as db:
+        inputs, results = from_log.transfer_records(FLAT, db)
+        latest = [r.config_index for r in db.records(IMPROVING) if r.role != "control"][-10:]
+    assert {inp.task for inp in inputs} == {IMPROVING}
+    assert [inp.config.index for inp in inputs] == latest and len(results) == 10
