@@ -33,12 +33,14 @@ gradient of the task that happened to improve last keeps the batches. Seen on
 ResNet-18 (issue 30): the three 512-channel convolutions, a quarter of the tuned
 latency, got 31 trials each while the first tasks got 300-430. The floor holds a task to
 at least half (FLOOR_SHARE) the time a split in proportion to the latency would give it
-until it has had FLOOR_BATCHES = 8 batches (128 trials at the default batch of 16, by
-when the XGB tuner's curve on matmul and convolutions has made most of its fall:
-benchmarks/tuners.py); from then on the gradient alone decides, so a task that truly
-stopped improving is not held up. Half, not all: a task that improves faster than its
-share still gets the rest of the time. So a task with a quarter of the latency gets at
-least an eighth of the tuning time until it has had 8 batches.
+until it has had FLOOR_BATCHES = 8 batches: 128 trials at the default batch of 16, more
+than twice what the XGB tuner took to come within 1% of the best config of a packed
+convolution (the spaces of benchmarks/tuners.py's two, measured whole and searched
+offline over 10 seeds: 32 and 48 trials, median). From then on the gradient alone
+decides, so a task that truly stopped improving is not held up. Half, not all: a task
+that improves faster than its share still gets the rest of the time. So a task with a
+quarter of the latency gets at least an eighth of the tuning time until it has had 8
+batches.
 
 When the time budget leaves too little for the first task's batch, the TaskScheduler
 gives a smaller batch to it, or a batch to the next task in this ranking whose batch

@@ -307,22 +307,23 @@ class TaskScheduler:
         return max(0, min(n, fit))
 
     def _confirm_reserve(self) -> float:
-        """Seconds the confirmations at the end will take as things stand: each task's
-        share of its tuning time so far (the least plan for a task without trials yet,
-        which the end shrinks the default plan to; see _confirm_all)."""
+        """Seconds the confirmations at the end will take as things stand (with a time
+        budget; see _confirm_share and _confirm_all)."""
         reserve = 0.0
         for s in self.states:
             ok = {inp.config.index for inp, res in s.tuner.measured if res.ok}
             if ok and (s.done or self.reconfirm or s.unconfirmed):
                 ok.discard(s.tuner.space.fallback().index)
-                reserve += planned_seconds(min(TOP_K, len(ok)) + 1, BUDGET_SHARE * s.seconds)
+                reserve += planned_seconds(min(TOP_K, len(ok)) + 1, self._confirm_share(s))
         return reserve
 
-    @staticmethod
-    def _confirm_share(state: TaskState) -> float | None:
-        """The seconds a task's confirmation may take: BUDGET_SHARE of its tuning time
-        (None, a task with no trials in this run: the default plan)."""
-        return BUDGET_SHARE * state.seconds if state.done else None
+    def _confirm_share(self, state: TaskState) -> float | None:
+        """The seconds a task's confirmation may take: BUDGET_SHARE of its tuning time; for
+        a task with no trials in this run the default plan (None), or with a time budget,
+        which has no room set aside for it, the least plan."""
+        if not state.done and self.time_budget is None:
+            return None
+        return BUDGET_SHARE * state.seconds
 
     def _batch(self, state: TaskState, n: int) -> None:
         """Measure, learn from and log one batch of `n` configs of `state`'s task;
