@@ -31,8 +31,8 @@ trials, or whose log holds records that were never confirmed, is confirmed
 at most confirm.BUDGET_SHARE of its tuning time; the confirmed ranking is logged.
 
 Which task a batch goes to is tuner/allocation.py's ranking: after the fallbacks, every
-task gets one batch; then a round-robin turn every fourth batch, a floor for the tasks
-barely tried, and otherwise the task where the objective falls most per second of
+task gets one batch; then a round-robin turn every fourth batch, with weights a floor
+for the tasks barely tried, and otherwise the task where the objective falls most per second of
 tuning. With `weights` (a model's tasks) the objective is the model's estimated latency,
 the sum over tasks of weight x best cost (Ansor's); without, each task's cost relative
 to itself.
@@ -50,8 +50,8 @@ per config timed (a batch of n trials times n + 2 configs, its control twice). W
 the first-ranked task's batch would end past the budget, a smaller batch of it goes, or
 the batch of the next task in the ranking that fits; the confirmations then get what
 the budget has left, their plans shrunk to it if a batch overran. So a run ends within
-about one batch after its budget, and no earlier than one trial of its fastest task
-before it.
+about one batch after its budget, and no earlier than the batch of one trial of its
+fastest task before it.
 """
 from __future__ import annotations
 
