@@ -20,7 +20,10 @@ given up: a user is better served by the untuned config than by one that may be 
 The cost: at most BUDGET_SHARE of the task's tuning time when the loop confirms (the
 rounds and the length of each timing are planned from it; the built candidates are
 kept by the Measurer, so nothing is compiled again); `autosched log confirm`, which has
-no tuning time to go by, takes DEFAULT_ROUNDS rounds of DEFAULT_REPEAT_MS timings.
+no tuning time to go by, takes DEFAULT_ROUNDS rounds of DEFAULT_REPEAT_MS timings. A run
+with a time budget keeps that time back while it tunes (`planned_seconds`), so that its
+confirmations end at the budget, and shrinks the plans to what is left if a batch
+overran (tuner/task_scheduler.py).
 """
 from __future__ import annotations
 
@@ -96,6 +99,14 @@ def plan(n: int, budget_s: float | None) -> tuple[int, int]:
         if ms >= least:
             return rounds, int(min(ms, MAX_REPEAT_MS))
     return PLANS[-1][0], PLANS[-1][1]  # less than that is not worth timing
+
+
+def planned_seconds(n: int, budget_s: float | None) -> float:
+    """The wall seconds that re-timing `n` configs takes under `plan(n, budget_s)`, by the
+    plan's own reckoning (more than a budget too small for the least plan): what a run
+    with a time budget keeps back for its confirmations."""
+    rounds, ms = plan(n, budget_s)
+    return rounds * n * (ms + OVERHEAD_MS) / 1e3
 
 
 def confirm(task: Task, configs: list, measurer, rounds: int,

@@ -14,58 +14,59 @@ the task's scale (the candidates that beat the control are timed once more besid
 the tuner learns from them (`update`), the batch is logged as one transaction (the
 control's timings as records of role "control"), then the callbacks run. Per task the
 loop keeps the trials done, the best-so-far curve, the errors and why the task left the
-rotation (TaskState). The control is not a trial: it is not counted, and the tuner is
-not told.
+rotation (TaskState, tuner/task_state.py). The control is not a trial: it is not
+counted, and the tuner is not told.
 
-With a log, every task resumes from what it holds (`resume`) and gets a `runs` row of its
-own, closed when the run ends; and the untuned fallback config of every task is measured
-once first (unless the log holds it), as the baseline that progress is shown against.
-Without a log nothing is read or written and no baseline is measured.
+With a log, every task resumes from what it holds (tuner/from_log.py: `resume`) and
+gets a `runs` row of its own, closed when the run ends; and the untuned fallback config
+of every task is measured once first (unless the log holds it), as the baseline that
+progress is shown against. A task whose tuner learns across workloads (XGBTuner) is
+first given the log's results of the other workloads of its template for its target
+(`transfer_records`), unless `transfer=False`. Without a log nothing is read or written
+and no baseline is measured.
 
 When the run ends (any of the ends below but an exception), every task that measured
 trials, or whose log holds records that were never confirmed, is confirmed
 (tuner/confirm.py): its top configs and the fallback re-timed in alternating rounds, in
 at most confirm.BUDGET_SHARE of its tuning time; the confirmed ranking is logged.
 
-The order: after the fallbacks, every task gets one batch; after that each batch goes to
-the task whose best cost fell the most, relative to itself, per trial over its last two
-batches, except that every ROUND_ROBIN_EVERY-th batch goes to the next task in turn, so
-that no task starves: each gets at least one batch in ROUND_ROBIN_EVERY times the number
-of tasks. With `weights` (a model's tasks: how many kernels of the model each one
-schedules, tuner/extract.py) the loop minimises the model's estimated latency, the sum
-over tasks of weight x best cost (Ansor's objective): the batch goes to the task whose
-expected fall of that sum per trial is the largest, weight x best cost x its relative
-fall per trial over its last two batches; ties (no task improving lately) go to the
-task with the largest part of the sum per trial it had so far, so that such trials
-spread in proportion to the parts; the round-robin turns and early stopping stay.
+Which task a batch goes to is tuner/allocation.py's ranking: after the fallbacks, every
+task gets one batch; then a round-robin turn every fourth batch, with weights a floor
+for the tasks barely tried, and otherwise the task where the objective falls most per second of
+tuning. With `weights` (a model's tasks) the objective is the model's estimated latency,
+the sum over tasks of weight x best cost (Ansor's); without, each task's cost relative
+to itself.
 
-A task leaves the rotation when early stopping says it stopped improving or its
-space is exhausted; the run ends when the trials are spent, when the next batch would
-likely end past the time budget, when no task is left, or when a stop is asked for:
-`stop()` (from a signal handler: the command line does so on Ctrl-C) or a callback that
-raises StopTuning. The batch in flight then finishes and is logged (the other callbacks of
-that batch still run), and `run()` returns.
+The ends. A task leaves the rotation when early stopping says it stopped improving or
+its space is exhausted. The run ends when the trials are spent (`trials`; None: no
+limit), when no task is left, when a stop is asked for (`stop()`, from a signal
+handler: the command line does so on Ctrl-C, or a callback that raises StopTuning: the
+batch in flight then finishes and is logged, the other callbacks of that batch still
+run), or, with a time budget, when not even the smallest batch (one trial) of the
+fastest task fits in it. A time budget is spent to its end, confirmation included: the
+time the confirmations will take (their share of the tuning time so far, as planned by
+confirm.planned_seconds) is kept back, and a batch is priced from its task's seconds
+per config timed (a batch of n trials times n + 2 configs, its control twice). When
+the first-ranked task's batch would end past the budget, a smaller batch of it goes, or
+the batch of the next task in the ranking that fits; the confirmations then get what
+the budget has left, their plans shrunk to it if a batch overran. So a run ends within
+about one batch after its budget, and no earlier than the batch of one trial of its
+fastest task before it.
 """
 from __future__ import annotations
 
 import math
 import numbers
 import time
-import warnings
-from collections import Counter
-from dataclasses import dataclass, field
 
-from records import MeasureErrorNo
-from search_spaces import SpaceError
-
-from .confirm import BUDGET_SHARE, Confirmation, candidates, confirm, plan
+from .allocation import Allocation
+from .confirm import BUDGET_SHARE, TOP_K, candidates, confirm, plan, planned_seconds
 from .control import chain, place, recheck
-from .measure import MeasureInput, MeasureResult
+from .from_log import resume, transfer_records
+from .measure import MeasureInput
 from .registry import make_tuners, tuner_name
-from .task import Task
+from .task_state import TaskState
 from .tuner_base import Tuner
-
-ROUND_ROBIN_EVERY = 4  # every fourth batch goes to the next task in turn
 
 
 class StopTuning(Exception):
@@ -73,75 +74,9 @@ class StopTuning(Exception):
     `callbacks`) to stop the run after the batch it was called for."""
 
 
-@dataclass
-class TaskState:
-    """One task of a scheduler run and how far it got. `done` counts this run's trials
-    (the fallback measurement is not a trial); `resumed` the log's records before it.
-    `curve` holds (trials done, best cost) after every measured batch, from (0, best at
-    start).
-    `finished` says why the task left the rotation (None while it is in it). `run_id`:
-    the task's row in the log's runs (None without a log). Costs are on the task's
-    scale (tuner/control.py); `factor` turns the last batch's seconds into it.
-    `confirmation`: the task's confirmed ranking once the run confirmed it."""
-    task: Task
-    tuner: Tuner
-    tuner_name: str
-    run_id: int | None = None
-    resumed: int = 0
-    done: int = 0
-    batches: int = 0
-    seconds: float = 0.0
-    fallback_cost: float | None = None
-    errors: Counter = field(default_factory=Counter)
-    curve: list = field(default_factory=list)
-    last_improved: int = 0
-    finished: str | None = None
-    factor: float = 1.0
-    confirmation: Confirmation | None = None
-
-    @property
-    def best_cost(self) -> float:
-        """Seconds per call of the best config on the task's scale, this run or logged
-        before (inf: none): what the loop steers by."""
-        return self.tuner.best_cost
-
-    @property
-    def best_gflops(self) -> float | None:
-        """GFLOPS of the best config: at its confirmed time once confirmed (None: none
-        measured well)."""
-        if self.confirmation is not None:
-            return self.task.gflops(self.confirmation.best.cost)
-        return self.task.gflops(self.best_cost)
-
-    @property
-    def history(self) -> list[tuple[int, float]]:
-        """(trials done, best GFLOPS so far, 0 for none) after each of this run's batches."""
-        return [(n, self.task.gflops(cost) or 0.0) for n, cost in self.curve[1:]]
-
-    @property
-    def speedup(self) -> float | None:
-        """How many times faster the best is than the untuned fallback config (once
-        confirmed: in the confirmation's rounds)."""
-        if self.confirmation is not None and self.confirmation.speedup is not None:
-            return self.confirmation.speedup
-        if self.fallback_cost is None or not math.isfinite(self.best_cost):
-            return None
-        return self.fallback_cost / self.best_cost
-
-    def improvement_rate(self, window: int) -> float:
-        """The relative fall of the best cost per trial over the last `window` trials (a
-        first valid config after none counts as a fall of 1)."""
-        now = self.best_cost
-        then = next(cost for n, cost in reversed(self.curve) if n <= self.done - window) \
-            if self.done > window else self.curve[0][1]
-        if not math.isfinite(now) or then == now:
-            return 0.0
-        fall = 1.0 if not math.isfinite(then) else (then - now) / then
-        return fall / max(1, min(window, self.done))
-
-
 class TaskScheduler:
-    """Tune `tasks` (distinct Tasks) for `trials` trials in total.
+    """Tune `tasks` (distinct Tasks) for `trials` trials in total (None: no limit; then
+    give a time_budget).
 
     measurer: a Measurer (or anything with its `measure`), started by the caller.
     db: a records.Database (every task resumes from it, every batch is logged to it, and
@@ -151,8 +86,9 @@ class TaskScheduler:
     early_stopping: a task leaves the rotation after this many of its trials without a
         better cost (default None: never).
     seed: makes the tuners given by name propose deterministically (default None).
-    batch_size: configs measured at a time (default 16).
-    time_budget: seconds; no batch starts that would likely end past it (default None).
+    batch_size: configs measured at a time (default 16; fewer at the end of a budget).
+    time_budget: seconds the run may take, confirmation included (default None: no
+        limit; see the module docstring).
     on_batch: `on_batch(scheduler, state)` after each batch and fallback measurement.
     callbacks: functions `cb(tuner, inputs, results)` called after every batch of trials
         (not the fallbacks); one that raises StopTuning stops the run after that batch.
@@ -160,30 +96,36 @@ class TaskScheduler:
         current (default False). With trials=0 a run only resumes, measures missing
         fallbacks and confirms: what `autosched log confirm` does.
     weights: one positive number per task, how many times the model runs it (default
-        None: the tasks are independent operators; see the module docstring).
+        None: the tasks are independent operators; see tuner/allocation.py).
+    transfer: give a tuner that learns across workloads the log's results of the other
+        workloads of its template (default True; see the module docstring).
+    clock: what seconds are read from (default time.monotonic; tests give a fake one).
     """
 
-    def __init__(self, tasks, trials: int, measurer, db=None, tuner="xgb",
+    def __init__(self, tasks, trials: int | None, measurer, db=None, tuner="xgb",
                  early_stopping: int | None = None, seed: int | None = None,
                  batch_size: int = 16, time_budget: float | None = None, on_batch=None,
-                 callbacks=(), reconfirm: bool = False, weights=None):
+                 callbacks=(), reconfirm: bool = False, weights=None, transfer: bool = True,
+                 clock=time.monotonic):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
         if len(set(tasks)) != len(tasks):
             raise ValueError("TaskScheduler: a task is given twice")
-        if weights is not None:
-            weights = list(weights)
-            if len(weights) != len(tasks) or not all(
-                    isinstance(w, numbers.Real) and not isinstance(w, bool) and
-                    math.isfinite(w) and w > 0 for w in weights):
-                raise ValueError(f"TaskScheduler: weights must be {len(tasks)} positive "
-                                 f"numbers, one per task, got {weights!r}")
-        self.weights = None if weights is None else [float(w) for w in weights]
+        self.weights = _checked_weights(weights, len(tasks))
         for name, value, least in (("trials", trials, 0), ("batch_size", batch_size, 1)):
+            if value is None and name == "trials":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"TaskScheduler: {name} must be an integer >= {least}, "
                                  f"got {value!r}")
+        if time_budget is not None and not (isinstance(time_budget, numbers.Real)
+                                            and time_budget > 0):
+            raise ValueError(f"TaskScheduler: time_budget must be a positive number of "
+                             f"seconds, got {time_budget!r}")
+        if trials is None and time_budget is None:
+            raise ValueError("TaskScheduler: give trials, a time_budget or both: with "
+                             "neither the run would never end")
         self.tuners = make_tuners(tuner, tasks, seed)
         self.tasks, self.trials, self.measurer, self.db = tasks, trials, measurer, db
         # what the run is shown as: the tuners' names, each once
@@ -191,13 +133,13 @@ class TaskScheduler:
         self.early_stopping, self.seed = early_stopping, seed
         self.batch_size, self.time_budget, self.on_batch = batch_size, time_budget, on_batch
         self.callbacks, self.reconfirm = tuple(callbacks), reconfirm
+        self.transfer, self.clock = transfer, clock
         self.states: list[TaskState] = []
         self.stop_reason: str | None = None   # why run() ended
-        self.started = time.monotonic()
+        self.started = clock()
         self.in_flight: TaskState | None = None
+        self.allocation: Allocation | None = None
         self._stop_requested: str | None = None
-        self._picks = 0   # batches given out after the first round
-        self._turn = 0    # the next task in turn for a round-robin batch
 
     # ------------------------------------------------------------------ asking
 
@@ -208,7 +150,7 @@ class TaskScheduler:
 
     def elapsed(self) -> float:
         """Wall seconds since run() started."""
-        return time.monotonic() - self.started
+        return self.clock() - self.started
 
     def seconds_per_trial(self, state: TaskState | None = None) -> float | None:
         """The average wall seconds of a trial of `state`'s task (None: over all tasks);
@@ -226,10 +168,10 @@ class TaskScheduler:
         pace = self.seconds_per_trial()
         if pace is None:
             return None
-        left = pace * (self.trials - self.done)
+        left = [] if self.trials is None else [pace * (self.trials - self.done)]
         if self.time_budget is not None:
-            left = min(left, max(0.0, self.time_budget - self.elapsed()))
-        return left
+            left.append(max(0.0, self.time_budget - self.elapsed()))
+        return min(left)
 
     def estimated_latency(self, untuned: bool = False) -> float | None:
         """The model's estimated seconds in its tasks' kernels: the sum over tasks of
@@ -254,16 +196,21 @@ class TaskScheduler:
 
     def run(self) -> list[TaskState]:
         """Tune until a stop condition (see the module docstring); returns the states."""
-        self.started = time.monotonic()
-        self.states = [self._start(tuner) for tuner in self.tuners]
+        self.started = self.clock()
+        read: dict = {}  # the log's other workloads, read once for all tasks
+        self.states = [self._start(tuner, read) for tuner in self.tuners]
+        self.allocation = Allocation(self.states, self.weights, self.batch_size)
         try:
             self._measure_fallbacks()
             while self.stop_reason is None:
                 self.stop_reason = self._why_stop()
                 if self.stop_reason is None:
-                    self._batch(self._pick())
-            for state in self.states:
-                self._confirm(state)
+                    picked = self._next()
+                    if picked is None:
+                        self.stop_reason = "time budget"
+                    else:
+                        self._batch(*picked)
+            self._confirm_all()
         finally:
             self.in_flight = None
             if self.db is not None:
@@ -271,12 +218,18 @@ class TaskScheduler:
                     self.db.end_run(s.run_id, s.done, s.best_gflops)
         return self.states
 
-    def _start(self, tuner: Tuner) -> TaskState:
-        """The state of `tuner`'s task: resumed from the log, with a run row, if any."""
+    def _start(self, tuner: Tuner, read: dict) -> TaskState:
+        """The state of `tuner`'s task: resumed from the log, with a run row, if any (and
+        transferred to from the log's other workloads: `read` memoizes them)."""
         task, name = tuner.task, tuner_name(tuner)
         state = TaskState(task, tuner, name)
         if self.db is not None:
+            if self.transfer and tuner.transfers:
+                inputs, results = transfer_records(task, self.db, read)
+                if inputs:
+                    tuner.transfer(inputs, results)
             state.resumed = resume(tuner, self.db)
+            state.unconfirmed = self.db.confirmation(task) is None
             state.run_id = self.db.start_run(name, {
                 "task": task.workload_key, "target": str(task.target), "trials": self.trials,
                 "tasks": len(self.tasks), "early_stopping": self.early_stopping,
@@ -315,59 +268,69 @@ class TaskScheduler:
                 self.on_batch(self, state)
 
     def _why_stop(self) -> str | None:
-        """Why no further batch starts now, or None."""
+        """Why no further batch starts now, or None (the time budget: see _next)."""
         if self._stop_requested is not None:
             return self._stop_requested
-        if self.done >= self.trials:
+        if self.trials is not None and self.done >= self.trials:
             return "trials spent"
-        if self._active() == []:
+        if not any(s.finished is None for s in self.states):
             return "every task finished" if len(self.states) > 1 else self.states[0].finished
-        if self.time_budget is not None:
-            state = self._pick(peek=True)
-            pace = self.seconds_per_trial(state) or 0.0
-            if self.elapsed() + pace * self._batch_trials() > self.time_budget:
-                return "time budget"
         return None
 
-    def _active(self) -> list[TaskState]:
-        return [s for s in self.states if s.finished is None]
+    def _next(self) -> tuple[TaskState, int] | None:
+        """The task the next batch goes to and its trials: the first of the allocation's
+        ranking whose batch fits in the time budget, as many trials of it as fit; None
+        when no task's batch fits."""
+        for state in self.allocation.ranked():
+            n = self._fitting(state)
+            if n:
+                self.allocation.chose(state)
+                return state, n
+        return None
 
-    def _batch_trials(self) -> int:
-        return min(self.batch_size, self.trials - self.done)
+    def _fitting(self, state: TaskState) -> int:
+        """How many trials of `state`'s task the next batch may have: batch_size (or the
+        trials left); with a time budget, no more than end, with the confirmations kept
+        back, within it (0: not even one)."""
+        n = self.batch_size if self.trials is None else \
+            min(self.batch_size, self.trials - self.done)
+        if self.time_budget is None:
+            return n
+        left = self.time_budget - self.elapsed() - self._confirm_reserve()
+        timed = sum(s.timed for s in self.states)
+        per_config = state.seconds_per_input or \
+            (sum(s.seconds for s in self.states) / timed if timed else 0.0)
+        if left <= 0 or per_config <= 0:
+            return n if left > 0 else 0
+        # its control is timed twice; its confirmation's share grows with it
+        fit = math.floor(left / (per_config * (1 + BUDGET_SHARE))) - 2
+        return max(0, min(n, fit))
 
-    def _pick(self, peek: bool = False) -> TaskState:
-        """The task the next batch goes to (see the module docstring)."""
-        active = self._active()
-        fresh = [s for s in active if s.batches == 0]
-        if fresh:
-            return fresh[0]
-        picks = self._picks + 1
-        if not peek:
-            self._picks = picks
-        if picks % ROUND_ROBIN_EVERY == 0:
-            n = len(self.states)
-            turn = next(i for i in range(self._turn, self._turn + n)
-                        if self.states[i % n].finished is None)
-            if not peek:
-                self._turn = turn + 1
-            return self.states[turn % n]
-        window = 2 * self.batch_size
-        if self.weights is None:
-            return max(active, key=lambda s: (s.improvement_rate(window), -s.done))
-        weight = {id(s): w for s, w in zip(self.states, self.weights)}
+    def _confirm_reserve(self) -> float:
+        """Seconds the confirmations at the end will take as things stand (with a time
+        budget; see _confirm_share and _confirm_all)."""
+        reserve = 0.0
+        for s in self.states:
+            ok = {inp.config.index for inp, res in s.tuner.measured if res.ok}
+            if ok and (s.done or self.reconfirm or s.unconfirmed):
+                ok.discard(s.tuner.space.fallback().index)
+                reserve += planned_seconds(min(TOP_K, len(ok)) + 1, self._confirm_share(s))
+        return reserve
 
-        def share(s: TaskState) -> float:  # its part of the estimated latency
-            cost = s.best_cost if math.isfinite(s.best_cost) else s.fallback_cost
-            return weight[id(s)] * (cost if cost is not None else 0.0)
-        # no task improving: trials in proportion to the shares, not all to the largest
-        return max(active, key=lambda s: (share(s) * s.improvement_rate(window),
-                                          share(s) / (s.done + 1), -s.done))
+    def _confirm_share(self, state: TaskState) -> float | None:
+        """The seconds a task's confirmation may take: BUDGET_SHARE of its tuning time; for
+        a task with no trials in this run the default plan (None), or with a time budget,
+        which has no room set aside for it, the least plan."""
+        if not state.done and self.time_budget is None:
+            return None
+        return BUDGET_SHARE * state.seconds
 
-    def _batch(self, state: TaskState) -> None:
-        """Measure, learn from and log one batch of `state`'s task; update its state."""
+    def _batch(self, state: TaskState, n: int) -> None:
+        """Measure, learn from and log one batch of `n` configs of `state`'s task;
+        update its state."""
         tuner = state.tuner
-        before, start = state.best_cost, time.monotonic()
-        configs = tuner.next_batch(self._batch_trials())
+        before, start = state.best_cost, self.clock()
+        configs = tuner.next_batch(n)
         if configs:
             tuner.visited.update(c.index for c in configs)  # in flight: never proposed again
             control = tuner.best_config if tuner.best_config is not None \
@@ -382,13 +345,14 @@ class TaskScheduler:
             self.in_flight = None
             roles = ["control", *["trial"] * len(configs), "control"]
             self._learn(state, inputs, results, roles)
+            state.timed += len(inputs)
             inputs, results = inputs[1:-1], results[1:-1]
             state.done += len(inputs)
             if state.best_cost < before:
                 state.last_improved = state.done
             state.curve.append((state.done, state.best_cost))
             self._call_back(tuner, inputs, results)
-        state.seconds += time.monotonic() - start
+        state.seconds += self.clock() - start
         state.batches += 1
         if not configs or not tuner.has_next():
             state.finished = "space exhausted"
@@ -408,20 +372,36 @@ class TaskScheduler:
                         run_id=state.run_id, roles=roles)
         state.errors.update(r.error_no.name for r in results if not r.ok)
 
-    def _confirm(self, state: TaskState) -> None:
-        """Confirm `state`'s task (see the module docstring) when it measured trials in
-        this run, or its log holds valid records no confirmation covers; log it."""
+    def _confirm_all(self) -> None:
+        """Confirm every task that measured trials in this run, or whose log holds valid
+        records no confirmation covers (all with `reconfirm`), each in its share (see
+        _confirm_share); with a time budget the plans are shrunk, all alike, to what the
+        budget has left when a batch overran."""
+        jobs = []
+        for state in self.states:
+            task = state.task
+            if not state.done and not self.reconfirm and (
+                    self.db is None or self.db.confirmation(task) is not None):
+                continue
+            measured = sorted((res.cost, inp.config.index, inp.config)
+                              for inp, res in state.tuner.measured if res.ok)
+            if measured:
+                configs = candidates(task, [config for _, _, config in measured])
+                jobs.append((state, configs, self._confirm_share(state)))
+        if self.time_budget is not None and jobs:
+            wanted = [planned_seconds(len(configs), share) for _, configs, share in jobs]
+            left = max(0.0, self.time_budget - self.elapsed())
+            scale = min(1.0, left / sum(wanted))
+            jobs = [(state, configs, seconds * scale)
+                    for (state, configs, _), seconds in zip(jobs, wanted)]
+        for state, configs, seconds in jobs:
+            self._confirm(state, configs, seconds)
+
+    def _confirm(self, state: TaskState, configs: list, seconds: float | None) -> None:
+        """Confirm `configs` of `state`'s task (see tuner/confirm.py) in about `seconds`
+        (None: the default plan); log it."""
         task = state.task
-        if not state.done and not self.reconfirm and (
-                self.db is None or self.db.confirmation(task) is not None):
-            return
-        measured = sorted((res.cost, inp.config.index, inp.config)
-                          for inp, res in state.tuner.measured if res.ok)
-        if not measured:
-            return
-        configs = candidates(task, [config for _, _, config in measured])
-        rounds, repeat_ms = plan(len(configs), BUDGET_SHARE * state.seconds
-                                 if state.done else None)
+        rounds, repeat_ms = plan(len(configs), seconds)
         self.in_flight = state
         state.confirmation = confirm(task, configs, self.measurer, rounds, repeat_ms)
         self.in_flight = None
@@ -441,6 +421,20 @@ class TaskScheduler:
                 self.stop("stopped by a callback")
 
 
+def _checked_weights(weights, n: int) -> list[float] | None:
+    """`weights` as floats, one positive finite number per task (n), or None; a
+    ValueError that says what was given otherwise."""
+    if weights is None:
+        return None
+    weights = list(weights)
+    if len(weights) != n or not all(
+            isinstance(w, numbers.Real) and not isinstance(w, bool) and
+            math.isfinite(w) and w > 0 for w in weights):
+        raise ValueError(f"TaskScheduler: weights must be {n} positive "
+                         f"numbers, one per task, got {weights!r}")
+    return [float(w) for w in weights]
+
+
 def _fallback_cost(tuner: Tuner) -> float | None:
     """The mean cost of the task's fallback config among what the tuner was given from the
     log, or None when it is not there (or failed)."""
@@ -449,39 +443,3 @@ def _fallback_cost(tuner: Tuner) -> float | None:
         if inp.config.index == index and res.ok:
             return res.cost
     return None
-
-
-def resume(tuner: Tuner, db) -> int:
-    """Give `tuner` every record of its task in `db` (a records.Database) as measured;
-    returns how many.
-
-    A record made with another version of the template, or whose knobs no longer fit the
-    space, is skipped with one warning for all of them: its config cannot be proposed
-    again, so it cannot be measured twice either. A batch's control is a second timing
-    of a config given already, and is not given again.
-    """
-    task = tuner.task
-    inputs, results, stale, misfits = [], [], 0, []
-    for r in db.records(task):
-        if r.role == "control":
-            continue
-        try:
-            config = r.config
-        except SpaceError as err:
-            if r.stale:
-                stale += 1
-            else:
-                misfits.append(f"record {r.id}: {err}")
-            continue
-        inputs.append(MeasureInput(task, config))
-        results.append(MeasureResult(r.costs, MeasureErrorNo(r.error_no), r.error_msg,
-                                     r.build_time or 0.0, r.timestamp, r.host,
-                                     r.run_time or 0.0, r.verify_time or 0.0, r.ratio,
-                                     r.scaled_cost if r.ok else None))
-    if stale or misfits:
-        warnings.warn(f"{db.path}: skipped {stale + len(misfits)} records of {task} when "
-                      f"resuming: {stale} made with another version of the template, "
-                      f"{len(misfits)} whose knobs no longer fit its space"
-                      f"{' (' + misfits[0] + ')' if misfits else ''}", stacklevel=4)
-    tuner.warm_start(inputs, results)
-    return len(inputs)

@@ -28,6 +28,9 @@ class Tuner:
     """
 
     name: str | None = None  # the tuner's name in registry.TUNERS (set by each subclass)
+    # whether `transfer` learns from other workloads' results: the loop reads them from
+    # the log only for such a tuner
+    transfers: bool = False
 
     def __init__(self, task: Task, seed: int | None = None):
         self.task = task
@@ -54,6 +57,10 @@ class Tuner:
     def has_next(self) -> bool:
         """Whether the space still has configs never proposed."""
         return len(self.visited) < len(self.space)
+
+    def transfer(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
+        """Learn from results of other workloads of the same template (a tuner with a
+        cost model that carries over: `transfers`); the base has none, and ignores them."""
 
     def warm_start(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Resume: take configs measured before (from a log) as if measured now, so they

@@ -129,7 +129,7 @@ class XGBCostModel:
             if inp.task != self.task:
                 configs, costs = by_task.setdefault(inp.task, ([], []))
                 configs.append(inp.config)
-                costs.append(res.mean_cost)
+                costs.append(res.cost)  # on its task's scale, as fit's labels
         d = self.feature_rows([self.space.fallback().index]).shape[1]
         xs, ys = [], []
         for task, (configs, costs) in by_task.items():

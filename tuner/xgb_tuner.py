@@ -54,6 +54,7 @@ class XGBTuner(Tuner):
     """
 
     name = "xgb"
+    transfers = True
 
     def __init__(self, task: Task, seed: int | None = None, plan_size: int = 64,
                  feature_type: str = "knob", loss_type: str = "rank",
@@ -110,8 +111,8 @@ class XGBTuner(Tuner):
             self._replan()
 
     def transfer(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
-        """Start the model from results of other tasks of the same template (see
-        XGBCostModel.transfer)."""
+        """Start the model from results of other workloads of the same template (see
+        XGBCostModel.transfer); call it before warm_start, whose training it underlies."""
         self.model.transfer(inputs, results)
 
     def _replan(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from tuner import MeasureErrorNo, MeasureResult
+from tuner.confirm import OVERHEAD_MS
 
 
 def bowl_cost(config) -> float | None:
@@ -23,18 +24,31 @@ class FakeMeasurer:
     costs from `cost(config)` (None: a failure) times `speed(n)`, the host's slowness at
     the n-th call of `measure` (from 0; default 1: no drift; time_rounds sees no drift).
     `measured` lists every config index measured, in order; `batches` the batch sizes;
-    `confirmed` the config indices of each time_rounds call."""
+    `confirmed` the config indices of each time_rounds call.
 
-    def __init__(self, cost=bowl_cost, speed=lambda n: 1.0):
-        self.cost, self.speed = cost, speed
+    It keeps a fake clock (`clock()`, for TaskScheduler(clock=...)): a measured config
+    takes `seconds(config)` of it (default 0.1 s each: a build and a timing), and a
+    time_rounds call what its plan says (confirm.planned_seconds)."""
+
+    def __init__(self, cost=bowl_cost, speed=lambda n: 1.0, seconds=lambda config: 0.1):
+        self.cost, self.speed, self.seconds = cost, speed, seconds
+        self.now = 0.0
         self.measured: list[int] = []
         self.batches: list[int] = []
         self.batch_indices: list[list[int]] = []
         self.confirmed: list[list[int]] = []
         self.calls = 0
 
+    def clock(self) -> float:
+        """Fake seconds: what the measurements so far took."""
+        return self.now
+
+    def close(self) -> None:
+        """As Measurer's: nothing to stop."""
+
     def time_rounds(self, inputs, rounds: int, repeat_ms: int) -> list[list[float]]:
         self.confirmed.append([inp.config.index for inp in inputs])
+        self.now += rounds * len(inputs) * (repeat_ms + OVERHEAD_MS) / 1e3
         out = [[] for _ in inputs]
         for _ in range(rounds):
             for i, inp in enumerate(inputs):
@@ -51,6 +65,7 @@ class FakeMeasurer:
         out = []
         for inp in inputs:
             self.measured.append(inp.config.index)
+            self.now += self.seconds(inp.config)
             cost = self.cost(inp.config)
             cost = None if cost is None else cost * slow
             if cost is None:

@@ -9,7 +9,9 @@ import pytest
 
 import records
 from fake_measurer import FakeMeasurer, bowl_cost
-from tuner import StopTuning, Task
+from tuner import StopTuning, Task, allocation, from_log
+from tuner.confirm import BUDGET_SHARE, OVERHEAD_MS
+from tuner.control import RECHECK_MS
 from tuner.task_scheduler import TaskScheduler
 
 IMPROVING = Task("matmul", (64, 64, 64))
@@ -34,7 +36,10 @@ def flat_for(task):
 
 
 def run(tmp_path, tasks, trials, measurer=None, **options):
+    """A random-tuner run of `tasks` on `measurer` (default a FakeMeasurer), on its fake
+    clock unless `options` give another, logged to tmp_path / "tune.db"."""
     measurer = measurer or FakeMeasurer()
+    options.setdefault("clock", measurer.clock)
     with records.Database(tmp_path / "tune.db") as db:
         scheduler = TaskScheduler(tasks, trials, measurer, db, tuner="random", seed=0,
                                   batch_size=8, **options)
@@ -108,7 +113,7 @@ def test_the_time_budget_is_not_overrun_by_a_batch(tmp_path):
         return bowl_cost(config)
 
     scheduler, states, _, _ = run(tmp_path, [IMPROVING], 10_000, FakeMeasurer(slow),
-                                  time_budget=0.5)
+                                  time_budget=0.5, clock=time.monotonic)
     assert scheduler.stop_reason == "time budget"
     assert 0 < scheduler.done < 10_000 and scheduler.elapsed() < 0.5 + 0.2
 
@@ -186,3 +191,91 @@ def test_bad_weights_are_value_errors():
                     [float("nan"), 1]):
         with pytest.raises(ValueError, match="weights must be 2 positive numbers"):
             TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(), weights=weights)
+
+
+def test_a_time_budget_is_spent_to_its_end_confirmation_included(tmp_path):
+    """Two tasks whose configs take 0.2 s and 0.05 s of the fake clock, no trial limit: the
+    run ends, confirmations included, after the budget less one trial's batch of the
+    fast task, and before the budget plus one batch; last batches shrink to fit."""
+    slow, fast = Task("matmul", (64, 64, 64)), Task("matmul", (40, 40, 40))
+    seconds = {slow.args: 0.2, fast.args: 0.05}
+    one_batch = (8 + 2) * 0.2 + 2 * 3 * (RECHECK_MS + OVERHEAD_MS) / 1e3  # and a recheck
+    shrunk = []
+    for n, budget in enumerate(30.0 + 0.13 * k for k in range(6)):
+        measurer = FakeMeasurer(seconds=lambda config: seconds[config.space.args])
+        (tmp_path / str(n)).mkdir()
+        scheduler, states, _, _ = run(tmp_path / str(n), [slow, fast], None, measurer,
+                                      time_budget=budget)
+        assert scheduler.stop_reason == "time budget"
+        assert all(s.confirmation is not None for s in states)
+        end = scheduler.elapsed()
+        # one trial and its control twice, at the fast task's seconds per config (0.05 s
+        # and its rechecks), and its share of confirmation
+        smallest_fast = 3 * min(s.seconds_per_input for s in states) * (1 + BUDGET_SHARE)
+        assert budget - smallest_fast <= end <= budget + one_batch, (budget, end)
+        assert scheduler.done > 2 * 64  # no DEFAULT_TRIALS_PER_TASK cut short
+        shrunk += [b - 2 for b in measurer.batches[1:] if 2 < b < 8 + 2]
+    assert shrunk, "no batch was made smaller to fit the budget"
+
+
+def test_a_time_budget_alone_keeps_what_trials_alone_did(tmp_path):
+    """trials and a time budget: whichever ends first; neither is refused."""
+    scheduler, _, _, _ = run(tmp_path, [IMPROVING], 40, time_budget=3600.0)
+    assert scheduler.stop_reason == "trials spent" and scheduler.done == 40
+    with pytest.raises(ValueError, match="trials, a time_budget or both"):
+        TaskScheduler([IMPROVING], None, FakeMeasurer())
+    with pytest.raises(ValueError, match="time_budget must be a positive"):
+        TaskScheduler([IMPROVING], None, FakeMeasurer(), time_budget=0)
+
+
+def slowly_improving(flat):
+    """Costs of a model's tasks: `flat`'s configs all cost 1 ms; every other task's next
+    new config is a little faster than all before it (1 ms x (1 + 1/2k) for its k-th),
+    so those improve all the time, slowly."""
+    count, costs = {}, {}
+
+    def cost(config):
+        if config.space.args == flat.args:
+            return 1e-3
+        key = (config.space.args, config.index)
+        if key not in costs:
+            count[config.space.args] = count.get(config.space.args, 0) + 1
+            costs[key] = 1e-3 * (1 + 0.5 / count[config.space.args])
+        return costs[key]
+    return cost
+
+
+@pytest.mark.parametrize("floor", [allocation.FLOOR_SHARE, 0.0])
+def test_a_task_with_a_quarter_of_the_latency_gets_its_floor(tmp_path, monkeypatch, floor):
+    """Four tasks that keep improving a little and one that looks flat from its first
+    batch with a quarter of the model's latency: the flat one gets at least FLOOR_SHARE
+    of its share of the tuning time (within a batch) until FLOOR_BATCHES batches; with no
+    floor, only its first batch and the round-robin turns."""
+    monkeypatch.setattr(allocation, "FLOOR_SHARE", floor)
+    flat = Task("matmul", (56, 56, 56))
+    others = [Task("matmul", (n, n, n)) for n in (32, 40, 48, 64)]
+    scheduler, states, _, _ = run(tmp_path, [*others, flat], 400,
+                                  FakeMeasurer(slowly_improving(flat)),
+                                  weights=[3, 3, 3, 3, 4])
+    state = states[-1]
+    share = scheduler.allocation.latency_shares()[id(state)]
+    assert share == pytest.approx(0.25, abs=0.02)
+    spent = sum(s.seconds for s in states)
+    if floor:
+        one_batch = state.seconds / state.batches
+        assert state.batches >= allocation.FLOOR_BATCHES or \
+            state.seconds + one_batch >= floor * share * spent, (state.batches, spent)
+        assert state.seconds / spent > 0.1
+    else:
+        assert state.seconds / spent < 0.1 and state.batches <= 4
+
+
+def test_a_transfer_learns_from_the_latest_trials_of_the_other_workloads(tmp_path,
+                                                                      monkeypatch):
+    run(tmp_path, [FLAT, IMPROVING], 48)
+    monkeypatch.setattr(from_log, "TRANSFER_PER_WORKLOAD", 10)
+    with records.Database(tmp_path / "tune.db") as db:
+        inputs, results = from_log.transfer_records(FLAT, db)
+        latest = [r.config_index for r in db.records(IMPROVING) if r.role != "control"][-10:]
+    assert {inp.task for inp in inputs} == {IMPROVING}
+    assert [inp.config.index for inp in inputs] == latest and len(results) == 10

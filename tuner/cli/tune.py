@@ -127,14 +127,16 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
               help='A JSON file: a list of {"template": NAME, "args": [...]} objects '
                    '(optionally "target"), tuned in one run.')
 @click.option("--trials", type=click.IntRange(min=1),
-              help=f"Trials to measure, in total over the tasks "
-                   f"[default: {DEFAULT_TRIALS_PER_TASK} per task].")
+              help=f"Trials to measure, in total over the tasks [default: with "
+                   f"--time-budget, as many as it allows; without, "
+                   f"{DEFAULT_TRIALS_PER_TASK} per task]. With both, whichever ends first.")
 @click.option("--tuner", type=click.Choice(list(TUNERS)), default="xgb", show_default=True)
 @db_option
 @click.option("--target", default="llvm", show_default=True,
               help='The target to tune for (e.g. "llvm -mcpu=skylake-avx512").')
 @click.option("--time-budget", callback=_duration_option, metavar="DURATION",
-              help="Start no batch that would end after this: 8h, 30m, 90s, 1h30m, seconds.")
+              help="Tune until this, confirmation included: 8h, 30m, 90s, 1h30m, seconds "
+                   "(the last batches shrink to fit it).")
 @click.option("--early-stopping", type=click.IntRange(min=1), metavar="N",
               help="Stop tuning a task after N of its trials without improvement.")
 @click.option("--parallel", type=click.IntRange(min=1), metavar="N",
@@ -154,9 +156,12 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
                    "blocks (the target's lanes and their multiples); the build picks every "
                    "layer's blocks for the whole model, layout transforms included.")
 @external_option
+@click.option("--no-transfer", "no_transfer", is_flag=True,
+              help="Start each task's XGB model from nothing, not from the log's records "
+                   "of the other workloads of its template.")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
          parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
-         external):
+         external, no_transfer):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -192,14 +197,15 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     else:
         tasks = (_tasks_file(tasks_path, target) if tasks_path
                  else [make_task(spec[0], spec[1:], target)])
-    trials = trials or DEFAULT_TRIALS_PER_TASK * len(tasks)
+    if trials is None and time_budget is None:
+        trials = DEFAULT_TRIALS_PER_TASK * len(tasks)
     measurer = start_measurer(ray_address, parallel, tasks)
     try:
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
                                       early_stopping=early_stopping, seed=seed,
                                       batch_size=batch_size, time_budget=time_budget,
-                                      weights=weights)
+                                      weights=weights, transfer=not no_transfer)
             progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
             scheduler.on_batch = progress.on_batch
             with _StopOnSignal(scheduler, progress) as stopper, progress:
@@ -287,8 +293,10 @@ class _TuneProgress:
             self._live.start()
         else:
             s = self.scheduler
-            click.echo(f"tuning {len(s.tasks)} task(s) with {s.tuner_name}, {s.trials} "
-                       f"trials, batches of {s.batch_size}; log {self.db_path}")
+            limits = ([] if s.trials is None else [f"{s.trials} trials"]) + \
+                ([] if s.time_budget is None else [format_clock(s.time_budget)])
+            click.echo(f"tuning {len(s.tasks)} task(s) with {s.tuner_name} for "
+                       f"{' or '.join(limits)}, batches of {s.batch_size}; log {self.db_path}")
         return self
 
     def __exit__(self, *exc_info):
@@ -306,7 +314,8 @@ class _TuneProgress:
             click.echo(self._line(state))
 
     def _trials(self, state) -> str:
-        return f"{state.done}/{self.scheduler.trials}" if self.single else str(state.done)
+        return of_trials(state.done, self.scheduler.trials) if self.single \
+            else str(state.done)
 
     def _line(self, state) -> str:
         s = self.scheduler
@@ -317,8 +326,8 @@ class _TuneProgress:
             gflops = state.task.gflops(state.fallback_cost)
             return f"{head}: fallback config {format_gflops(gflops)} GFLOPS"
         ratio = f" ({state.speedup:.2f}x fallback)" if state.speedup is not None else ""
-        return (f"{head}: trials {self._trials(state)}, run {s.done}/{s.trials}, best "
-                f"{format_gflops(state.best_gflops)} GFLOPS{ratio}, errors "
+        return (f"{head}: trials {self._trials(state)}, run {of_trials(s.done, s.trials)}, "
+                f"best {format_gflops(state.best_gflops)} GFLOPS{ratio}, errors "
                 f"{format_errors(state.errors)}{model_estimate(s)}, ETA "
                 f"{format_clock(s.eta())}")
 
@@ -326,7 +335,8 @@ class _TuneProgress:
         from rich.console import Group
         from rich.table import Table
         s = self.scheduler
-        head = (f"autosched tune: {s.done}/{s.trials} trials, {format_clock(s.elapsed())} "
+        head = (f"autosched tune: {of_trials(s.done, s.trials)} trials, "
+                f"{format_clock(s.elapsed())} "
                 f"elapsed{model_estimate(s)}, ETA {format_clock(s.eta())}, log "
                 f"{self.db_path}")
         table = Table("task", "trials", "best GFLOPS", "vs fallback", "errors", "state")
@@ -336,6 +346,12 @@ class _TuneProgress:
                           format_gflops(state.best_gflops), format_ratio(state.speedup),
                           format_errors(state.errors), busy)
         return Group(head, table, *([self.stop_note] if self.stop_note else []))
+
+
+def of_trials(done: int, trials: int | None) -> str:
+    """"12/64": trials done of the run's trials, or "12" when a run has no trial limit
+    (a time budget alone)."""
+    return str(done) if trials is None else f"{done}/{trials}"
 
 
 def model_estimate(scheduler) -> str:
