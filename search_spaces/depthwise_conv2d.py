@@ -3,9 +3,12 @@ multiplier 1, zero padding as a stage of its own) with a schedule whose knobs ar
 
 Knobs: tiles of the channels (`tile_c`, the inner part unrolled in the register tile),
 of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part is the
-vector width), whether the kernel window's columns are unrolled, whether the padded
-input is a separate stage or inlined, how many outer loops run in parallel, and where the
-local accumulator is computed (`acc_at`, as in conv2d.schedule_output).
+vector width), whether the kernel window's rows and columns are unrolled, whether the
+padded input is a separate stage or inlined, how many outer loops run in parallel, and
+where the local accumulator is computed (`acc_at`, as in conv2d.schedule_output). The
+register tile is bounded as conv2d_nchw's (conv2d.register_tile_bounds), and the
+fallback tile is compiler.ops.conv2d_nchw_tile's (channels by one vector of columns, the
+accumulator at the row).
 """
 from __future__ import annotations
 
