@@ -84,20 +84,18 @@ def _dense_compute(ins, at, ty):
 
 def alter_dense_pack(attrs, inputs, tinfos, out_type):
     """The built-in alteration of nn.dense (Relay's FTVMAlterOpLayout signature): a
-    constant weight (N, K) packed once, here, in panels of one of dense_panels() that
-    divides N (the columns of compiler.ops.register_tile's tile for the data's rows), and
-    nn.contrib_dense_pack reading it, so that the kernel reads contiguous weights and
-    packs nothing at run time (TOPI's dense_pack); None for a
+    constant weight (N, K) packed once, here, in panels of the first of dense_panels()
+    that divides N, and nn.contrib_dense_pack reading it, so that the kernel reads
+    contiguous weights and packs nothing at run time (TOPI's dense_pack); None for a
     weight that is not a constant, data that is not 2-D float32, or N that no panel
     width divides (the dense template then packs)."""
     data, weight = tinfos
     if not isinstance(inputs[1], Constant) or len(data.shape) != 2 or \
             data.dtype != "float32":
         return None
-    panels = [b for b in dense_panels() if weight.shape[0] % b == 0]
-    if not panels:
+    block = next((b for b in dense_panels() if weight.shape[0] % b == 0), None)
+    if block is None:
         return None
-    block = ops.register_tile(ops.divisors(data.shape[0]), panels)[1]
     return contrib_dense_pack(inputs[0], Constant(pack_dense_weight(inputs[1].data, block)))
 
 
