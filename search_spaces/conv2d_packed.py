@@ -86,7 +86,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     s[packed_data].vectorize(ci)
     o, c, *_, oi = s[packed_kernel].op.axis
     s[packed_kernel].parallel(s[packed_kernel].fuse(o, c))
-    s[packed_kernel].vectorize(oi)
+    ops.vectorize_columns(s[packed_kernel], oi, oc)
 
     if cfg["unpack_at"].val == UNPACK_AT_TILE:
         acc = conv  # computed tile by tile, where out needs it: it is the accumulator
@@ -103,7 +103,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
         xo, xi = cfg["tile_ow"].apply(s, conv, x)
         s[conv].reorder(n, o, y, xo, xi, oi)
         s[conv].parallel(s[conv].fuse(*[n, o, y][: cfg["fuse_parallel"].val]))
-        s[conv].vectorize(oi)
+        ops.vectorize_columns(s[conv], oi, oc)
         s[acc].compute_at(s[conv], xo)
         n, k, *_ = s[out].op.axis
         s[out].parallel(s[out].fuse(n, k))
@@ -114,7 +114,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     window = [rco, ry, rx] if cfg["ic_outer"].val else [ry, rx, rco]
     s[acc].reorder(*window, rci, *spatial, ax, aoi)
     s[acc].unroll(ax)
-    s[acc].vectorize(aoi)
+    ops.vectorize_columns(s[acc], aoi, oc)
     if cfg["unroll_kw"].val:
         s[acc].unroll(rx)
     if cfg["unroll_kh"].val:
