@@ -4,8 +4,8 @@ own) with a schedule whose knobs are below.
 Knobs: tiles of the output channels (`tile_f`, the inner part unrolled in the register
 tile), of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part
 is the vector width), the split of the input channels (`tile_c`), whether the kernel
-window's loops run outside or inside the channel blocks, whether its columns are
-unrolled, whether the padded input is a separate stage or inlined into the convolution,
+window's loops run outside or inside the channel blocks, whether its columns and rows
+are unrolled, whether the padded input is a separate stage or inlined into the convolution,
 how many outer loops are fused and run in parallel, and where the local accumulator is
 computed (`acc_at`, see schedule_output). The register tile, rows by channels by one
 vector of columns, is bounded by the target's registers (register_tile_bounds).
@@ -124,6 +124,8 @@ def schedule_conv2d(cfg, s, conv, out) -> None:
     s[OL].vectorize(ox)
     if cfg["unroll_kw"].val:
         s[OL].unroll(rx)
+    if cfg["unroll_kh"].val:
+        s[OL].unroll(ry)
 
 
 def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
@@ -158,6 +160,7 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     cfg.define_split("tile_c", C, num_outputs=2, fallback=[-1, 1])
     cfg.define_knob("window_outer", [0, 1])
     cfg.define_knob("unroll_kw", [1, 0], fallback=0)
+    cfg.define_knob("unroll_kh", [0, 1])
     cfg.define_knob("pad_stage", [1, 0])
     cfg.define_knob("fuse_parallel", [PARALLEL_CHANNELS, PARALLEL_BATCH, PARALLEL_ROWS])
     cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE], fallback=ACC_AT_TILE)
