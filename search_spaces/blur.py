@@ -15,8 +15,11 @@ Knobs:
     legal, instead of the whole image.
 - `tile_y`: rows of by per tile (and of bx per shared iteration);
 - `tile_x`: columns in three parts: blocks (run in parallel), then vectors within a
-  block, then the vector width (`vectorize(axis, width)`);
+  block, then the vector width (`vectorize(axis, width)`): a quarter, half, one or two
+  of the target's vector registers (vector_widths);
 - `unroll_x`: the vectors of a block unrolled by this factor (`unroll(axis, factor)`);
+  the factors kept are those whose unrolled vectors fit the registers by the register
+  rule (compiler/ops/register_tile.py) at the widest width;
 - `parallel`: whether the outer loop runs on all cores.
 
 `blur(H, W, tiramisu=False)` offers only "root" and "compute_at", the blur as TVM's
@@ -24,11 +27,20 @@ primitives schedule it (benchmarks/blur.py compares the two spaces).
 """
 from __future__ import annotations
 
-from compiler import te
+from compiler import Target, ops, te
 
 from .registry import template
 
 PLACEMENTS = ("root", "compute_at", "after", "after_fold")
+UNROLL_FACTORS = (1, 2, 4)
+
+
+def vector_widths() -> tuple[int, ...]:
+    """The vector widths of the entered target's space (the template's): a quarter, half,
+    one and two vector registers of float32 lanes (4, 8, 16, 32 with AVX-512; 2, 4, 8,
+    16 with AVX2)."""
+    lanes = Target.resolve().vector_lanes
+    return tuple(w for w in (lanes // 4, lanes // 2, lanes, 2 * lanes) if w >= 1)
 
 
 def blur_reference(inputs, H, W, tiramisu=True):
@@ -56,9 +68,10 @@ def blur(cfg, H: int, W: int, tiramisu: bool = True):
     cfg.define_knob("placement", list(PLACEMENTS if tiramisu else PLACEMENTS[:2]))
     cfg.define_split("tile_y", H, num_outputs=2, policy="power2",
                      filter=lambda e: e.size[-1] <= 32)
+    widths = vector_widths()
     cfg.define_split("tile_x", W, num_outputs=3, policy="power2",
-                     filter=lambda e: e.size[-1] in (4, 8, 16, 32))
-    cfg.define_knob("unroll_x", [1, 2, 4])
+                     filter=lambda e: e.size[-1] in widths)
+    cfg.define_knob("unroll_x", [u for u in UNROLL_FACTORS if ops.fits(u, max(widths))])
     cfg.define_knob("parallel", [1, 0])
     s = te.create_schedule(by.op)
     placement = cfg["placement"].val

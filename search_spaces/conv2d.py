@@ -4,10 +4,11 @@ own) with a schedule whose knobs are below.
 Knobs: tiles of the output channels (`tile_f`, the inner part unrolled in the register
 tile), of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part
 is the vector width), the split of the input channels (`tile_c`), whether the kernel
-window's loops run outside or inside the channel blocks, whether its columns are
-unrolled, whether the padded input is a separate stage or inlined into the convolution,
+window's loops run outside or inside the channel blocks, whether its columns and rows
+are unrolled, whether the padded input is a separate stage or inlined into the convolution,
 how many outer loops are fused and run in parallel, and where the local accumulator is
-computed (`acc_at`, see schedule_output).
+computed (`acc_at`, see schedule_output). The register tile, rows by channels by one
+vector of columns, is bounded by the target's registers (register_tile_bounds).
 
 The numpy reference sums, over the R*S kernel positions, one tensordot of the strided
 window of the padded input with that kernel column: fast enough for ResNet layers.
@@ -16,12 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler import ops, te
+from compiler import Target, ops, te
+from compiler.ops.conv2d_schedule import MAX_CHANNELS
 
-from .fallback import VECTOR_LANES
 from .registry import template
 
 ACC_AT_ROW, ACC_AT_TILE = 0, 1  # values of the acc_at knob (see schedule_output)
+PARALLEL_BATCH, PARALLEL_CHANNELS, PARALLEL_ROWS = 1, 2, 3  # fuse_parallel: loops fused
+
+
+def register_tile_bounds() -> tuple[int, int, int]:
+    """`(channels, rows, columns)`: the most output channels, rows and columns of a
+    convolution's register tile on the entered target (the template's). The columns are
+    one vector, as compiler.ops.conv2d_nchw_tile's; the channels ops' MAX_CHANNELS, as far
+    as they fit; the rows, which the tile holds when the accumulator is computed at the
+    column tile (ACC_AT_TILE), as many as fit beside them: channels * rows by one vector
+    obeys the register rule (compiler/ops/register_tile.py)."""
+    lanes = Target.resolve().vector_lanes
+    channels = min(MAX_CHANNELS, ops.max_rows(lanes))
+    return channels, max(1, ops.max_rows(lanes) // channels), lanes
 
 
 def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: int):
@@ -63,7 +77,9 @@ def schedule_padding(cfg, s, conv) -> None:
 def schedule_output(cfg, s, conv, out, channel_knob: str):
     """The output tiling both convolution templates share: channels (`channel_knob`),
     rows (`tile_y`) and columns (`tile_x`) split; the outer loops run in parallel
-    (`fuse_parallel`), the inner channels unrolled and the inner columns vectorized.
+    (`fuse_parallel`: PARALLEL_BATCH, PARALLEL_CHANNELS or PARALLEL_ROWS, the batch
+    fused with none, the channel tiles, or the channel and row tiles), the inner channels
+    unrolled and the inner columns vectorized.
 
     `out` is the kernel's output: the convolution `conv` itself (the template), or the
     last stage of an elementwise tail over it (a graph kernel), whose stages between are
@@ -83,7 +99,8 @@ def schedule_output(cfg, s, conv, out, channel_knob: str):
     yo, yi = cfg["tile_y"].apply(s, out, y)
     xo, xi = cfg["tile_x"].apply(s, out, x)
     s[out].reorder(n, co, yo, xo, yi, ci, xi)
-    par = s[out].fuse(n, co) if cfg["fuse_parallel"].val == 2 else n
+    fused = [n, co, yo][:cfg["fuse_parallel"].val]
+    par = s[out].fuse(*fused) if len(fused) > 1 else n
     s[out].parallel(par)
     s[out].unroll(ci)
     s[out].vectorize(xi)
@@ -107,6 +124,8 @@ def schedule_conv2d(cfg, s, conv, out) -> None:
     s[OL].vectorize(ox)
     if cfg["unroll_kw"].val:
         s[OL].unroll(rx)
+    if cfg["unroll_kh"].val:
+        s[OL].unroll(ry)
 
 
 def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
@@ -126,22 +145,24 @@ def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
     # The fallbacks are compiler.ops.schedule_conv2d_nchw's choices, which an untuned
-    # model's convolutions get: up to 8 channels by the widest vector of columns that
-    # divides the row, one row per tile, the input channels outside the kernel window's
-    # loops, its columns not unrolled (as fast on ResNet-18's layers; the heuristic
-    # fallbacks were about 4% slower on the whole model).
-    cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= 8,
-                     fallback=[-1, ops.largest_divisor(K, 8)])
-    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= 8,
+    # model's convolutions get: up to 8 channels (as many as fit the registers) by the
+    # widest vector of columns that divides the row, one row per tile, the input channels
+    # outside the kernel window's loops, its columns not unrolled (as fast on ResNet-18's
+    # layers; the heuristic fallbacks were about 4% slower on the whole model).
+    channels, columns = ops.conv2d_nchw_tile(K, OW)
+    max_channels, max_rows, max_columns = register_tile_bounds()
+    cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= max_channels,
+                     fallback=[-1, channels])
+    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= max_rows,
                      fallback=[-1, 1])
-    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= 64,
-                     fallback=[-1, ops.largest_divisor(OW, VECTOR_LANES)])
-    cfg.define_split("tile_c", C, num_outputs=2, filter=lambda e: e.size[-1] <= 16,
-                     fallback=[-1, 1])
+    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= max_columns,
+                     fallback=[-1, columns])
+    cfg.define_split("tile_c", C, num_outputs=2, fallback=[-1, 1])
     cfg.define_knob("window_outer", [0, 1])
     cfg.define_knob("unroll_kw", [1, 0], fallback=0)
+    cfg.define_knob("unroll_kh", [0, 1])
     cfg.define_knob("pad_stage", [1, 0])
-    cfg.define_knob("fuse_parallel", [2, 1])
+    cfg.define_knob("fuse_parallel", [PARALLEL_CHANNELS, PARALLEL_BATCH, PARALLEL_ROWS])
     cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE], fallback=ACC_AT_TILE)
 
     out = ops.conv2d_nchw(data, kernel, stride, padding)

@@ -13,21 +13,24 @@ channels and the kernel window.
 Knobs: the input-channel block (`tile_ic`), the output-channel block, which is the
 vector width (`tile_oc`), the output columns of the register tile (`tile_ow`), whether
 the input-channel blocks run outside or inside the kernel window (`ic_outer`), whether
-the window's columns are unrolled (`unroll_kw`), how many outer loops are fused and run
-in parallel (`fuse_parallel`), and where the packed result is unpacked (`unpack_at`):
-in a last stage over the whole packed output (UNPACK_AT_ROOT), or tile by tile, the
-convolution computed at the NCHW output's column-tile loop (UNPACK_AT_TILE), so the
-register tile goes straight to NCHW and no packed output is written and read back.
-The accumulator is computed at the column-tile loop either way.
+the window's columns and rows are unrolled (`unroll_kw`, `unroll_kh`), how many outer
+loops are fused and run in parallel (`fuse_parallel`), and where the packed result is
+unpacked (`unpack_at`): in a last stage over the whole packed output (UNPACK_AT_ROOT),
+or tile by tile, the convolution computed at the NCHW output's column-tile loop
+(UNPACK_AT_TILE), so the register tile goes straight to NCHW and no packed output is
+written and read back. The accumulator is computed at the column-tile loop either way.
+The register tile, `tile_ow` columns by `tile_oc` channels, is bounded by the target's
+registers and the fallback is the bounds' tile (search_spaces/register_bounds.py).
 """
 from __future__ import annotations
 
-from compiler import te
+from compiler import ops, te
 
 from .conv2d import conv2d_nchw_reference, output_size
+from .register_bounds import register_bounds
 from .registry import template
 
-MAX_REGISTER_COLUMNS = 32  # output columns of the register tile (unrolled)
+MIN_CHANNEL_BLOCK = 4  # output channels of a block, unless the block is all of them
 UNPACK_AT_ROOT, UNPACK_AT_TILE = 0, 1  # values of the unpack_at knob
 
 
@@ -39,13 +42,17 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     OH, OW = output_size("conv2d_nchw_packed", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
+    blocks = [b for b in ops.divisors(K) if b >= MIN_CHANNEL_BLOCK or b == K]
+    bounds = register_bounds(ops.divisors(OW), blocks)
+    columns, channels = bounds.fallback
     cfg.define_split("tile_ic", C, num_outputs=2, filter=lambda e: e.size[-1] <= 64)
-    cfg.define_split("tile_oc", K, num_outputs=2, filter=lambda e: 4 <= e.size[-1] <= 64
-                     or e.size[-1] == K)
-    cfg.define_split("tile_ow", OW, num_outputs=2,
-                     filter=lambda e: e.size[-1] <= MAX_REGISTER_COLUMNS)
+    cfg.define_split("tile_oc", K, num_outputs=2, fallback=[-1, channels],
+                     filter=lambda e: e.size[-1] in blocks and ops.fits(bounds.rows, e.size[-1]))
+    cfg.define_split("tile_ow", OW, num_outputs=2, fallback=[-1, columns],
+                     filter=lambda e: e.size[-1] <= bounds.rows)
     cfg.define_knob("ic_outer", [1, 0])
-    cfg.define_knob("unroll_kw", [1, 0])
+    cfg.define_knob("unroll_kw", [1, 0], fallback=0)  # as fast, and spills less on AVX2
+    cfg.define_knob("unroll_kh", [0, 1])
     cfg.define_knob("fuse_parallel", [3, 2])
     cfg.define_knob("unpack_at", [UNPACK_AT_TILE, UNPACK_AT_ROOT])
     ic, oc = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
@@ -79,7 +86,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     s[packed_data].vectorize(ci)
     o, c, *_, oi = s[packed_kernel].op.axis
     s[packed_kernel].parallel(s[packed_kernel].fuse(o, c))
-    s[packed_kernel].vectorize(oi)
+    ops.vectorize_columns(s[packed_kernel], oi, oc)
 
     if cfg["unpack_at"].val == UNPACK_AT_TILE:
         acc = conv  # computed tile by tile, where out needs it: it is the accumulator
@@ -96,7 +103,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
         xo, xi = cfg["tile_ow"].apply(s, conv, x)
         s[conv].reorder(n, o, y, xo, xi, oi)
         s[conv].parallel(s[conv].fuse(*[n, o, y][: cfg["fuse_parallel"].val]))
-        s[conv].vectorize(oi)
+        ops.vectorize_columns(s[conv], oi, oc)
         s[acc].compute_at(s[conv], xo)
         n, k, *_ = s[out].op.axis
         s[out].parallel(s[out].fuse(n, k))
@@ -107,7 +114,9 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     window = [rco, ry, rx] if cfg["ic_outer"].val else [ry, rx, rco]
     s[acc].reorder(*window, rci, *spatial, ax, aoi)
     s[acc].unroll(ax)
-    s[acc].vectorize(aoi)
+    ops.vectorize_columns(s[acc], aoi, oc)
     if cfg["unroll_kw"].val:
         s[acc].unroll(rx)
+    if cfg["unroll_kh"].val:
+        s[acc].unroll(ry)
     return s, [data, kernel, out]

@@ -2,32 +2,40 @@
 
 AutoTVM's fallback takes the first value of every knob, which for a split is no tiling
 at all. Ours aims at tiles a CPU likes: the innermost part of a split as long as one
-vector register (so it can be vectorized), the parts above it a few iterations (a small
+vector register of the target the space is built for (so it can be vectorized: 16
+float32 lanes with AVX-512, 8 with AVX2), the parts above it a few iterations (a small
 register or cache block). Knobs turn these wishes into one of their own values
 (`nearest_split`), so a fallback is always a point of the space; a template that knows
-better passes `fallback=` to its define_* call.
+better passes `fallback=` to its define_* call (the register tiles of register_bounds.py).
 """
 from __future__ import annotations
 
 import math
 
-VECTOR_LANES = 16
-"""float32 lanes of a 512-bit vector register (AVX-512): the innermost tile we aim at."""
+from compiler import Target
 
 MIDDLE_TILE = 4
 """The extent we aim at for each part between the outermost and the innermost."""
 
 
-def fallback_split(extent: int, num_outputs: int, inner: int = VECTOR_LANES,
+def vector_lanes() -> int:
+    """float32 lanes of the target a space is built for (compiler.Target.resolve: the
+    entered one, which the registry enters while a template runs, else the host): the
+    innermost tile the fallbacks aim at."""
+    return Target.resolve().vector_lanes
+
+
+def fallback_split(extent: int, num_outputs: int, inner: int | None = None,
                    middle: int = MIDDLE_TILE) -> tuple[int, ...]:
     """The sizes a split of `extent` into `num_outputs` parts would like, AutoTVM style:
     `(-1, m, ..., m, inner)` where -1 is the remainder.
 
-    inner: the wished innermost size (default VECTOR_LANES, 16 float32 lanes).
+    inner: the wished innermost size (default None: vector_lanes(), one vector register).
     middle: the wished size of each part between (default MIDDLE_TILE, 4).
     Each wish is capped by what the parts inside it leave of `extent`, so a short axis
     asks for itself rather than for a tile longer than the loop.
     """
+    inner = vector_lanes() if inner is None else inner
     sizes, left = [], extent
     for wish in [inner] + [middle] * (num_outputs - 2):
         size = max(1, min(wish, left))

@@ -17,11 +17,13 @@ from collections.abc import Callable
 
 from compiler.arith.simplify import simplify
 from compiler.ir.expr import IntImm
+from compiler.ops import divisors
 from compiler.te import Expr, IterVar
 
 from .entities import AnnotateEntity, OtherOptionEntity, ReorderEntity, SplitEntity
 from .errors import SpaceError
-from .fallback import fallback_annotate, fallback_reorder, fallback_split, nearest_split
+from .fallback import (fallback_annotate, fallback_reorder, fallback_split, nearest_split,
+                       vector_lanes)
 
 _SHOWN_VALUES = 12  # an error lists at most this many allowed values
 
@@ -115,11 +117,6 @@ def _const_extent(name: str, extent) -> int:
     return extent
 
 
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
 @dataclass(frozen=True, repr=False, eq=False)
 class SplitSpace(KnobSpace):
     """The ways to split an axis of length `extent` into `num_outputs` loops.
@@ -128,7 +125,9 @@ class SplitSpace(KnobSpace):
     the product of the parts dividing extent, so no loop has a tail; "power2" takes
     powers of two, tails allowed; "candidate" takes the template's own list of sizes,
     tails allowed. Entities are in lexicographic order of their parts, so index 0 of
-    "factors" / "power2" is no tiling, [-1, 1, ..., 1].
+    "factors" / "power2" is no tiling, [-1, 1, ..., 1]. `lanes`: the vector lanes of the
+    target the knob was defined for, which the heuristic fallback's innermost part aims
+    at (kept here, since the fallback may be asked for outside that target).
     """
     kind: ClassVar[str] = "split"
     POLICIES: ClassVar[tuple[str, ...]] = ("factors", "power2", "candidate")
@@ -138,6 +137,7 @@ class SplitSpace(KnobSpace):
     policy: str
     entities: tuple[SplitEntity, ...]
     fallback: Any = None
+    lanes: int | None = None
 
     @classmethod
     def create(cls, name: str, extent, num_outputs: int = 2, policy: str = "factors",
@@ -159,7 +159,7 @@ class SplitSpace(KnobSpace):
         if policy == "candidate":
             sizes = [_candidate_size(name, c, extent, num_outputs) for c in candidate]
         else:
-            factors = _divisors(extent) if policy == "factors" else \
+            factors = divisors(extent) if policy == "factors" else \
                 [1 << e for e in range(extent.bit_length())]
             sizes = [(-1, *parts) for parts in itertools.product(factors, repeat=num_outputs - 1)
                      if math.prod(parts) <= extent
@@ -170,11 +170,11 @@ class SplitSpace(KnobSpace):
         if not entities:
             raise _error(name, f"no split of {extent} into {num_outputs} loops is left "
                                f"(policy {policy!r}, max_factor, filter)")
-        return cls(name, extent, num_outputs, policy, entities, fallback)
+        return cls(name, extent, num_outputs, policy, entities, fallback, vector_lanes())
 
     def _heuristic_index(self) -> int:
         return nearest_split([e.size for e in self.entities],
-                             fallback_split(self.extent, self.num_outputs))
+                             fallback_split(self.extent, self.num_outputs, inner=self.lanes))
 
     @cached_property
     def _values_beside(self) -> list[dict]:

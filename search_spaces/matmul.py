@@ -13,14 +13,16 @@
 - `batch_matmul(batch, M, N, K)`: C[b] = A[b] @ B[b].
 
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
-that are unrolled) and a two-level tiling of the columns (`tile_y`: the inner part is the
-vector width of the accumulator tile), the reduction split (`tile_k`, its inner loop
-optionally unrolled), whether and where the right operand is packed into column panels
-(`pack_b`: 1 all at once before the product, 2 at the outer parallel loop, so each
-iteration packs the panels it reads just before reading them, 0 not packed), whether
-column panels or row blocks are walked outermost, and how many outer loops are fused and
-run in parallel. The accumulator is computed at the middle row loop, so it holds one
-register tile; in dense_bias_relu the bias and relu are applied as the tile is stored.
+that are unrolled) and a two-level tiling of the columns (`tile_y`: the inner part is
+the vector width of the accumulator tile), the register tile bounded by the target's
+vector registers (search_spaces/register_bounds.py), the reduction split (`tile_k`, its
+inner loop, up to MAX_K_TILE, optionally unrolled), whether and where the right operand
+is packed into column panels (`pack_b`: 1 all at once before the product, 2 at the outer
+parallel loop, so each iteration packs the panels it reads just before reading them, 0
+not packed), whether column panels or row blocks are walked outermost, and how many
+outer loops are fused and run in parallel. The accumulator is computed at the middle row
+loop, so it holds one register tile; in dense_bias_relu the bias and relu are applied as
+the tile is stored.
 
 Each template names its numpy reference (accumulating in float64), written above it.
 """
@@ -31,23 +33,46 @@ import numpy as np
 from compiler import ops, te
 from compiler.graph.op.nn import unpack_dense_weight
 
+from .fallback import MIDDLE_TILE
+from .register_bounds import register_bounds
 from .registry import template
 
-MAX_REGISTER_ROWS = 16  # unrolled rows of the accumulator tile
-MAX_VECTOR = 64         # columns of the accumulator tile (4 zmm of float32)
 NO_PACK, PACK_AT_ROOT, PACK_AT_OUTER = 0, 1, 2  # values of the pack_b knob
+MAX_K_TILE = 64  # the inner reduction loop, unrolled by unroll_k
+GATHER_COLUMNS = 32
+"""The widest fallback column tile of a right operand packed from its transpose (dense's
+W[N, K]): a packed row gathers one float from each of that many rows of W, and more
+rows than this evict each other from L1 (rows 4 KiB apart share a cache set): dense
+64 x 1024 x 1024 on one Zen 5 core, 106 GFLOPS with 8 x 32 tiles, 63 with 4 x 64."""
 
 
-def _define_knobs(cfg, M: int, N: int, K: int, panel: int | None = None) -> None:
-    """The knobs; with `panel` (dense_pack: the weights come packed in panels of that many
-    columns) the column tile is the panel and there is no pack_b knob."""
-    cfg.define_split("tile_x", M, num_outputs=3, filter=lambda e: e.size[-1] <= MAX_REGISTER_ROWS)
-    if panel is None:
-        cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_VECTOR)
-    else:
-        cfg.define_split("tile_y", N, num_outputs=2, filter=lambda e: e.size[-1] == panel,
-                         fallback=[-1, panel])
-    cfg.define_split("tile_k", K, num_outputs=2, filter=lambda e: e.size[-1] <= 16)
+def _register_tile(M: int, N: int, panel: int | None, gathered: bool):
+    """`(most rows, fallback rows, fallback columns)` of the register tile (see
+    _define_knobs)."""
+    if panel is not None:
+        most = ops.max_rows(panel)
+        return most, ops.register_tile([r for r in ops.divisors(M) if r <= most], [panel])[0], \
+            panel
+    columns = [c for c in ops.divisors(N) if not gathered or c <= GATHER_COLUMNS]
+    bounds = register_bounds(ops.divisors(M), columns)
+    return bounds.rows, *bounds.fallback
+
+
+def _define_knobs(cfg, M: int, N: int, K: int, panel: int | None = None,
+                  gathered: bool = False) -> None:
+    """The knobs. The register tile (tile_x's rows by tile_y's columns) is bounded by
+    the target's registers (register_bounds.py), and the fallback is the bounds' tile,
+    the bounds made for tiles at most GATHER_COLUMNS wide when `gathered` (the right
+    operand is packed from its transpose); with `panel` (dense_pack: the weights come
+    packed in panels of that many columns) the column tile is the panel, the rows as
+    many as fit beside it, and there is no pack_b knob."""
+    max_rows, rows, columns = _register_tile(M, N, panel, gathered)
+    cfg.define_split("tile_x", M, num_outputs=3, filter=lambda e: e.size[-1] <= max_rows,
+                     fallback=[-1, ops.largest_divisor(M // rows, MIDDLE_TILE), rows])
+    cfg.define_split("tile_y", N, num_outputs=2, fallback=[-1, columns],
+                     filter=lambda e: e.size[-1] == panel if panel
+                     else ops.fits(max_rows, e.size[-1]))
+    cfg.define_split("tile_k", K, num_outputs=2, filter=lambda e: e.size[-1] <= MAX_K_TILE)
     if panel is None:
         cfg.define_knob("pack_b", [PACK_AT_ROOT, PACK_AT_OUTER, NO_PACK])
     cfg.define_knob("panels_outer", [1, 0])
@@ -81,19 +106,20 @@ def _schedule(cfg, s, out, acc, packed, batch_axes=()) -> None:
     par = s[out].fuse(*fused) if len(fused) > 1 else fused[0]
     s[out].parallel(par)
     s[out].unroll(xi)
-    s[out].vectorize(yi)
+    columns = cfg["tile_y"].size[-1]
+    ops.vectorize_columns(s[out], yi, columns)
     s[acc].compute_at(s[out], xm)
     *acc_batch, mc, nc = s[acc].op.axis
     ko, ki = cfg["tile_k"].apply(s, acc, s[acc].op.reduce_axis[0])
     s[acc].reorder(ko, ki, *acc_batch, mc, nc)
     s[acc].unroll(mc)
-    s[acc].vectorize(nc)
+    ops.vectorize_columns(s[acc], nc, columns)
     if cfg["unroll_k"].val:
         s[acc].unroll(ki)
     if packed is None:
         return
     *pb, x, _, z = s[packed].op.axis
-    s[packed].vectorize(z)
+    ops.vectorize_columns(s[packed], z, columns)
     if cfg["pack_b"].val == PACK_AT_OUTER:
         s[packed].compute_at(s[out], par)  # inside a parallel loop: runs serially there
     else:
@@ -169,7 +195,7 @@ def dense(cfg, M: int, N: int, K: int):
     """Y = X @ W.T; returns the schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")
     W = te.placeholder((N, K), name="W")
-    _define_knobs(cfg, M, N, K)
+    _define_knobs(cfg, M, N, K, gathered=True)
     Y = dense_compute(cfg, X, W)
     s = te.create_schedule(Y.op)
     schedule_dense(cfg, s, Y, Y)
@@ -208,7 +234,7 @@ def dense_bias_relu(cfg, M: int, N: int, K: int):
     X = te.placeholder((M, K), name="X")
     W = te.placeholder((N, K), name="W")
     bias = te.placeholder((N,), name="b")
-    _define_knobs(cfg, M, N, K)
+    _define_knobs(cfg, M, N, K, gathered=True)
     D = dense_compute(cfg, X, W)
     Y = te.compute((M, N), lambda i, j: te.max(D[i, j] + bias[j], 0.0), name="Y")
     s = te.create_schedule(Y.op)

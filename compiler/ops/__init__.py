@@ -17,11 +17,13 @@ ValueError) naming the operator and the shapes; shape.py holds the checks they s
 (and `ops.get_const_tuple(shape)`, a constant shape as Python ints), schedule.py the
 default schedule, conv2d_schedule.py the schedule of a conv2d kernel with its elementwise
 tail, tail.py what every such kernel's schedule does with its tail (find_anchor,
-inline_tail), gemm.py a hand-tuned GEMM schedule.
+inline_tail), gemm.py a hand-tuned GEMM schedule, register_tile.py the register rule that
+bounds every register tile by the target's vector registers, and the tile a kernel
+without tuning uses (`ops.register_tile`, `ops.fits`).
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc, group_conv2d_nchw
-from .conv2d_schedule import schedule_conv2d_nchw
+from .conv2d_schedule import conv2d_nchw_tile, schedule_conv2d_nchw
 from .depthwise_conv2d import depthwise_conv2d_nchw
 from .elemwise import clip, exp, relu, sigmoid, tanh
 from .matmul import batch_matmul, dense, dense_pack, matmul
@@ -29,8 +31,10 @@ from .pad import pad
 from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names, as ops.sum
+from .register_tile import (fits, max_rows, register_tile, vector_width, vectorize_columns,
+                            vectors)
 from .schedule import default_schedule
-from .shape import OpError, get_const_tuple, largest_divisor
+from .shape import OpError, divisors, get_const_tuple, largest_divisor
 from .softmax import softmax
 from .tail import find_anchor, inline_tail
 
@@ -42,6 +46,8 @@ __all__ = [
     "pad", "conv2d_nchw", "conv2d_nhwc", "group_conv2d_nchw", "depthwise_conv2d_nchw",
     "max_pool2d", "avg_pool2d",
     "OpPattern", "pattern_kind", "pattern_of", "register_pattern", "default_schedule", "OpError",
-    "schedule_conv2d_nchw", "find_anchor", "inline_tail",
-    "get_const_tuple", "largest_divisor",
+    "schedule_conv2d_nchw", "conv2d_nchw_tile", "find_anchor", "inline_tail",
+    "get_const_tuple", "largest_divisor", "divisors",
+    "register_tile", "fits", "max_rows", "vectors", "vector_width",
+    "vectorize_columns",
 ]

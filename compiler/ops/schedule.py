@@ -36,9 +36,10 @@ from .shape import static
 PARALLEL_MIN_WORK = 1 << 15
 
 
-def default_schedule(outs, target="llvm") -> Schedule:
+def default_schedule(outs, target=None) -> Schedule:
     """A schedule computing `outs` (a tensor or a list of them) by the rules above;
-    `target` (a Target or its string) sets the vector width."""
+    `target` (a Target or its string; default None: the entered one, as a graph build's,
+    else the host) sets the vector width."""
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
     s = create_schedule([t.op for t in outs])
     readers: dict[Stage, list[Stage]] = {st: [] for st in s.stages}
@@ -49,7 +50,7 @@ def default_schedule(outs, target="llvm") -> Schedule:
         if _inlinable(st, readers[st]):
             st.compute_inline()
     graph = StageGraph(s)
-    vector_bits = Target(target).vector_bits
+    vector_bits = Target.resolve(target).vector_bits
     for st in graph.stages:
         _schedule_root(st, graph.body[st], vector_bits)
     return s

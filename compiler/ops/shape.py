@@ -12,6 +12,7 @@ turns a constant shape into Python ints.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..ir.expr import Expr, IntImm
@@ -49,6 +50,12 @@ def largest_divisor(n: int, at_most: int) -> int:
     """The largest divisor of `n` that is at most `at_most` (>= 1): a tile of `n` loop
     iterations that leaves no remainder, e.g. the vector width a row is split by."""
     return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of `n`, ascending: the tiles of an axis of `n` that leave no tail."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def get_const_tuple(shape) -> tuple[int, ...]:

@@ -30,9 +30,15 @@ def test_space_size_for_1024_cubed():
     assert len(search_spaces.space("matmul", 1024, 1024, 1024)) >= 10 ** 4
 
 
-def test_fallback_uses_register_tiles():
-    cfg = search_spaces.space("matmul", 1024, 1024, 1024).fallback()
-    assert cfg["tile_y"].size[-1] == 16 and cfg["tile_x"].size[-1] == 16
+@pytest.mark.parametrize("target, rows, columns", [
+    ("llvm -mcpu=skylake-avx512", 4, 64),  # 4 x 4 zmm: 16 of the 32 registers
+    ("llvm -mcpu=haswell", 4, 16),         # 4 x 2 ymm: 8 of the 16
+])
+def test_fallback_uses_register_tiles(target, rows, columns):
+    """The fallback's register tile is the target's (compiler.ops.register_tile: the
+    fastest measured, half the registers in accumulators, square)."""
+    cfg = search_spaces.space("matmul", 1024, 1024, 1024, target=target).fallback()
+    assert cfg["tile_y"].size[-1] == columns and cfg["tile_x"].size[-1] == rows
     assert cfg["pack_b"].val == 1 and cfg["fuse_parallel"].val == 2
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ops, te
+from ...target import Target
 from ...ops.pattern import OpPattern
 from ..expr import Call, Constant, Expr, TupleGetItem
 from ..ty import TensorType, TupleType
@@ -30,11 +31,23 @@ def _t(*shape):
 
 # ------------------------------------------------------------------ dense and matmul
 
-DENSE_PANELS = (64, 56, 48, 40, 32, 24, 16, 8)
-"""Panel widths the built-in dense alteration tries, widest first: whole vectors of 8
-float32 lanes; a panel of several vectors gives a batch-1 dense (a matrix-vector product)
-that many independent accumulators (1000 units: panels of 40, 2.5x faster than 8 at
-K = 512 and 1280 on AVX-512, and faster than OpenBLAS's sgemv there)."""
+DENSE_PANEL_MAX = 64
+"""The widest panel the dense alteration packs (floats): a batch-1 dense (a matrix-vector
+product) runs fastest on panels of several vectors, which give it as many independent
+accumulators (1000 units: panels of 40, 2.5x faster than 8 at K = 512 and 1280 on
+AVX-512, and faster than OpenBLAS's sgemv there), and wider ones measured no faster."""
+
+
+def dense_panels(target=None) -> list[int]:
+    """Panel widths the built-in dense alteration tries on `target` (compiler.Target.
+    resolve: default the entered one, the build's): whole vectors of its lanes, widest
+    first, up to DENSE_PANEL_MAX and to what one row of a register tile holds (the
+    register rule, compiler/ops/register_tile.py); then, for units that no such panel
+    divides, multiples of 8 floats (half an AVX-512 vector: 1000 units take 40)."""
+    t = Target.resolve(target)
+    widths = [w for w in range(DENSE_PANEL_MAX, 0, -1) if ops.fits(1, w, t)]
+    return [w for w in widths if w % t.vector_lanes == 0] + \
+        [w for w in widths if w % 8 == 0 and w % t.vector_lanes]
 
 
 def pack_dense_weight(weight: np.ndarray, block: int) -> np.ndarray:
@@ -71,7 +84,7 @@ def _dense_compute(ins, at, ty):
 
 def alter_dense_pack(attrs, inputs, tinfos, out_type):
     """The built-in alteration of nn.dense (Relay's FTVMAlterOpLayout signature): a
-    constant weight (N, K) packed once, here, in panels of the widest of DENSE_PANELS
+    constant weight (N, K) packed once, here, in panels of the first of dense_panels()
     that divides N, and nn.contrib_dense_pack reading it, so that the kernel reads
     contiguous weights and packs nothing at run time (TOPI's dense_pack); None for a
     weight that is not a constant, data that is not 2-D float32, or N that no panel
@@ -80,7 +93,7 @@ def alter_dense_pack(attrs, inputs, tinfos, out_type):
     if not isinstance(inputs[1], Constant) or len(data.shape) != 2 or \
             data.dtype != "float32":
         return None
-    block = next((b for b in DENSE_PANELS if weight.shape[0] % b == 0), None)
+    block = next((b for b in dense_panels() if weight.shape[0] % b == 0), None)
     if block is None:
         return None
     return contrib_dense_pack(inputs[0], Constant(pack_dense_weight(inputs[1].data, block)))
