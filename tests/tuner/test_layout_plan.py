@@ -7,16 +7,14 @@ import warnings
 import numpy as np
 import pytest
 
-import records
-import search_spaces
 import tuner
 from compiler import Target, graph
 from compiler.graph.layout_plan import transform_seconds
 from compiler.graph.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest
+from test_log_best_applies import log  # a log of one record per workload, host target
 
-TARGET = str(Target("llvm"))
 L = Target("llvm").vector_lanes  # the untuned block: the host's float32 lanes
 SIZE = 9
 
@@ -38,16 +36,6 @@ def conv_a(ic, oc):
 
 def conv_b(ic, oc):
     return ("conv2d_nchwc", (1, 2 * L, SIZE, SIZE, L, 3, 3, 1, 1, ic, oc))
-
-
-def log(path, times: dict):
-    """A log holding one record of each workload of `times` ({(name, args): seconds})."""
-    with records.Database(path) as db:
-        for (name, args), seconds in times.items():
-            task = tuner.Task(name, args, target=TARGET)
-            db.add(task, [tuner.MeasureInput(task, search_spaces.space(name, *args).get(0))],
-                   [tuner.MeasureResult((seconds, seconds), tuner.MeasureErrorNo.NO_ERROR, "",
-                                        0.01, 1.0, "testhost")])
 
 
 def build(db):
