@@ -35,15 +35,18 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import records  # noqa: E402
+from compiler import Target  # noqa: E402
 from tuner import Measurer, Task, TaskScheduler  # noqa: E402
 
 CHECKPOINTS = (32, 64, 128, 256)
+LANES = Target("llvm").vector_lanes  # the host's untuned channel block: 16 on AVX-512
 TASKS = {
     "matmul": Task("matmul", (512, 512, 512)),
-    # a ResNet-18 stage-1 layer, as AlterOpLayout packs it (blocks of 16 channels)
-    "conv2d_nchwc": Task("conv2d_nchwc", (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16)),
+    # a ResNet-18 stage-1 layer, as AlterOpLayout packs it (blocks of the host's lanes)
+    "conv2d_nchwc": Task("conv2d_nchwc", (1, 64, 56, 56, 64, 3, 3, 1, 1, LANES, LANES)),
     # a MobileNet depthwise layer, packed likewise
-    "depthwise_conv2d_nchwc": Task("depthwise_conv2d_nchwc", (1, 128, 56, 56, 3, 3, 1, 1, 16)),
+    "depthwise_conv2d_nchwc": Task("depthwise_conv2d_nchwc",
+                                   (1, 128, 56, 56, 3, 3, 1, 1, LANES)),
     "batch_matmul": Task("batch_matmul", (8, 128, 128, 64)),
 }
 

@@ -1,12 +1,13 @@
 """Target: which CPU code is generated for, parsed from TVM-style strings.
 
 `Target("llvm")` is the host: LLVM's triple, CPU name and feature list as the process
-sees them, and all the cores this process may run on. Options override each part:
+sees them, and all the cores this process may run on (the host's CPU named without
+`-mattr` has the host's features too). Options override each part:
 `Target("llvm -mcpu=znver5 -num-cores=2")`; `-mattr=+avx2,-avx512f` adds or removes
 features from those the CPU has. Two targets are equal when their canonical strings are,
-so a target can key tuning records: the string names the CPU, the features where they
-are not the CPU's own (so a record made with `-mattr=-avx512f` never shares a target
-with a native one), and the cores.
+so a target can key tuning records: the string names the CPU, the triple where it is not
+this process's, the features where they are not the CPU's own (so a record made with
+`-mattr=-avx512f` never shares a target with a native one), and the cores.
 
 A target answers its vector unit (`vector_bits`, `vector_lanes`, `vector_registers`,
 `has_fma`), which kernels size their vectors and register tiles by. LLVM knows what
@@ -52,13 +53,15 @@ def _canonical(features: str) -> str:
 
 
 @functools.cache
-def _text(kind: str, mcpu: str, features: str, num_cores: int) -> str:
-    """A target's canonical string: `-mattr` only where the features are not those the
-    CPU implies (none given: LLVM's for the name; or the host's own on the host's CPU)."""
+def _text(kind: str, mcpu: str, mtriple: str, features: str, num_cores: int) -> str:
+    """A target's canonical string: `-mtriple` only where it is not this process's,
+    `-mattr` only where the features are not those the CPU implies (none given: LLVM's
+    for the name; or the host's own on the host's CPU)."""
     mattr = _canonical(features)
     implied = mattr == "" or (mcpu == _host_cpu() and mattr == _canonical(_host_features()))
+    triple = "" if mtriple == llvm.get_process_triple() else f" -mtriple={mtriple}"
     shown = "" if implied else f" -mattr={mattr}"
-    return f"{kind} -mcpu={mcpu}{shown} -num-cores={num_cores}"
+    return f"{kind} -mcpu={mcpu}{triple}{shown} -num-cores={num_cores}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ declare float @llvm.fma.f32(float, float, float)
 def _vector_unit(mtriple: str, mcpu: str, features: str) -> VectorUnit:
     """The VectorUnit of an LLVM CPU with `features` (see the module docstring): x86 by
     the registers LLVM picks for a 16-float addition (zmm: 512 bits, 32 registers; ymm:
-    256 bits; else 128, 16 registers), AArch64 as NEON (128 bits, 32 registers)."""
+    256 bits; else 128, 16 registers; 32-bit x86 has 8 of any width), AArch64 as NEON
+    (128 bits, 32 registers)."""
     arch = mtriple.split("-")[0]
     if arch in ("aarch64", "arm64"):
         return VectorUnit(128, 32, True)
@@ -101,7 +105,8 @@ def _vector_unit(mtriple: str, mcpu: str, features: str) -> VectorUnit:
     mod.triple = tm.triple
     asm = tm.emit_assembly(mod)
     bits = 512 if "zmm" in asm else 256 if "ymm" in asm else 128
-    return VectorUnit(bits, 32 if bits == 512 else 16, "vfmadd" in asm)
+    registers = 8 if arch != "x86_64" else 32 if bits == 512 else 16
+    return VectorUnit(bits, registers, "vfmadd" in asm)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,12 +138,16 @@ class Target:
         cores = given.get("num-cores", str(len(os.sched_getaffinity(0))))
         if not cores.isdigit() or int(cores) < 1:
             raise ValueError(f"-num-cores must be a positive integer, got {cores!r} in {spec!r}")
-        host_cpu = "mcpu" not in given
         mcpu = given.get("mcpu") or _host_cpu()
-        mattr = given.get("mattr", _host_features() if host_cpu else "")
+        mtriple = given.get("mtriple") or llvm.get_process_triple()
+        # the text form leaves out the host's own features on the host's CPU (_text), so
+        # that CPU without -mattr has them: str(target) read back is the same target
+        own = "mcpu" not in given or (mcpu == _host_cpu() and
+                                      mtriple == llvm.get_process_triple())
+        mattr = given.get("mattr", _host_features() if own else "")
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "mcpu", mcpu)
-        object.__setattr__(self, "mtriple", given.get("mtriple") or llvm.get_process_triple())
+        object.__setattr__(self, "mtriple", mtriple)
         object.__setattr__(self, "features", mattr)
         object.__setattr__(self, "num_cores", int(cores))
 
@@ -161,7 +170,7 @@ class Target:
     @property
     def vector_registers(self) -> int:
         """How many vector registers a kernel may keep values in: 32 with AVX-512 or
-        NEON, 16 otherwise."""
+        NEON, 16 otherwise (8 on 32-bit x86)."""
         return self.vector_unit.registers
 
     @property
@@ -170,7 +179,7 @@ class Target:
         return self.vector_unit.fma
 
     def __str__(self):
-        return _text(self.kind, self.mcpu, self.features, self.num_cores)
+        return _text(self.kind, self.mcpu, self.mtriple, self.features, self.num_cores)
 
     def __eq__(self, other):
         return isinstance(other, Target) and str(self) == str(other)

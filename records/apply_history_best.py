@@ -38,7 +38,6 @@ class FallbackWarning(UserWarning):
     """A workload has no usable record in the log, so it is not tuned."""
 
 
-
 def _config(record, target: Target):
     """`record`'s config in the template's space for `target`; None where its knob values
     are not points of that space (a record of another vector unit whose tile does not
@@ -47,6 +46,7 @@ def _config(record, target: Target):
         return record.config_for(target)
     except search_spaces.SpaceError:
         return None
+
 
 class ApplyHistoryBest(search_spaces.DispatchContext):
     """`with ApplyHistoryBest(log):` templates get the best config of the tuning log for
@@ -75,7 +75,7 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
             self.database, self._owns = Database(path), True
         self.path = self.database.path
         self.target = None if target is None else Target(target)
-        self._best: dict[tuple, object] = {}      # (workload, target) -> its best Record
+        self._best: dict[tuple, object] = {}  # (workload, target, built for) -> see _record
         self._applied: dict[tuple, Report] = {}   # workload -> the report of the one applied
         self._warned: set[tuple] = set()
         self._depth = 0
@@ -83,13 +83,16 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
     def _target(self, target=None) -> Target:
         return Target.resolve(target if target is not None else self.target)
 
-    def _record(self, workload: tuple, target: Target):
-        """The best usable record of `workload` for `target` (tiered), None without one;
-        each answer kept for the life of the context."""
-        key = (workload, str(target))
+    def _record(self, workload: tuple, target: Target, build: Target | None = None):
+        """(the best usable record of `workload` for `target` (tiered), its config in the
+        space of `build`, the target the template is built for, default `target`: None
+        where it does not fit), or None without a record; each answer kept for the life
+        of the context."""
+        build = target if build is None else build
+        key = (workload, str(target), build.vector_unit)
         if key not in self._best:
             record = self.database.best_for_target(workload, target)
-            self._best[key] = None if record is None else (record, _config(record, target))
+            self._best[key] = None if record is None else (record, _config(record, build))
         return self._best[key]
 
     def report(self, workload, target=None) -> Report | None:
@@ -105,7 +108,8 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         None when the log has no usable record of it."""
         workload = getattr(workload, "workload", workload)
         target = self._target()
-        found = self._record(workload, target)
+        # the space of the target the template is built for (instantiate enters it)
+        found = self._record(workload, target, Target.current() or target)
         if found is None or found[1] is None:
             self._warn(workload, target)
             return None
@@ -118,10 +122,10 @@ class ApplyHistoryBest(search_spaces.DispatchContext):
         and, in that tier, fastest, with that record's config; None when none has a
         record (the default then takes its fallback, and, when the choice `applies`, a
         FallbackWarning names its workload if it is a kernel of the build)."""
-        target = self.target or target
+        build, target = target, self.target or target
         logged = []
         for i, c in enumerate(candidates):
-            found = None if c.workload is None else self._record(c.workload, target)
+            found = None if c.workload is None else self._record(c.workload, target, build)
             if found is not None and found[1] is not None:
                 report = self._said(found[0], target)
                 logged.append(((TIERS.index(report.tier), report.seconds, i), c, found[1],

@@ -91,6 +91,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from compiler import Target
 from search_spaces import ConfigEntity, SpaceError, get_template
 
 from . import schema
@@ -311,7 +312,7 @@ def _parse(text: str | bytes) -> tuple[dict, dict | None, dict]:
 def _check_workload(task: dict, config: dict) -> tuple:
     """The task's bound arguments, after checking that its template is registered, takes
     them, agrees with its workload_key, and (for the registered version) that the config
-    fits the space."""
+    fits the space for the task's target."""
     try:
         template = get_template(task["template"])
         args = template.bind(tuple(task["args"]))
@@ -323,8 +324,12 @@ def _check_workload(task: dict, config: dict) -> tuple:
                        f"template and args (expected {key!r})")
     if config["template_version"] != template.version:
         return args  # stale: kept as it is, never applied
+    try:  # the space of the line's target: a space may differ with the vector unit
+        target = Target(task["target"])
+    except ValueError as err:
+        raise _BadLine(f"task.target: {err}") from None
     try:
-        space = template.space(args)
+        space = template.space(args, target)
     except Exception as err:  # the template is user code run on the line's arguments
         raise _BadLine(f"template {task['template']!r} fails on args {list(args)}: "
                        f"{type(err).__name__}: {err}") from None

@@ -34,6 +34,15 @@ MIN_CHANNEL_BLOCK = 4  # output channels of a block, unless the block is all of 
 UNPACK_AT_ROOT, UNPACK_AT_TILE = 0, 1  # values of the unpack_at knob
 
 
+def _channel_blocks(K: int) -> list[int]:
+    """The output-channel blocks (`tile_oc`) a space may take: the divisors of K of at
+    least MIN_CHANNEL_BLOCK channels, or all of K, whose one row fits the registers;
+    where none does (a prime K wider than the registers hold: 67 on AVX2), the widest
+    divisor that does, so that the space is never empty."""
+    fitting = [b for b in ops.divisors(K) if ops.fits(1, b)]
+    return [b for b in fitting if b >= MIN_CHANNEL_BLOCK or b == K] or fitting[-1:]
+
+
 @template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
 def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                        stride: int = 1, padding: int = 0):
@@ -42,7 +51,7 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     OH, OW = output_size("conv2d_nchw_packed", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
-    blocks = [b for b in ops.divisors(K) if b >= MIN_CHANNEL_BLOCK or b == K]
+    blocks = _channel_blocks(K)
     bounds = register_bounds(ops.divisors(OW), blocks)
     columns, channels = bounds.fallback
     cfg.define_split("tile_ic", C, num_outputs=2, filter=lambda e: e.size[-1] <= 64)

@@ -18,6 +18,7 @@ from .tuner_base import Tuner
 # and reading and training on every record of a long log would cost a run minutes
 TRANSFER_PER_WORKLOAD = 512
 
+
 def resume(tuner: Tuner, db) -> int:
     """Give `tuner` every record of its task in `db` (a records.Database) as measured;
     returns how many.
@@ -74,8 +75,8 @@ def _measured(task: Task, logged) -> tuple[list, list, int, list]:
     for r in logged:
         if r.role == "control":
             continue
-        try:
-            config = r.config
+        try:  # a point of the task's own space, which the tuner proposes from
+            config = r.config_for(task.target)
         except SpaceError as err:
             if r.stale:
                 stale += 1

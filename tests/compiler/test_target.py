@@ -14,6 +14,7 @@ from compiler import Target
     ("llvm -mcpu=x86-64", 4, 16, False),
     ("llvm -mcpu=x86-64 -mattr=+avx2,+fma", 8, 16, True),
     ("llvm -mcpu=cortex-a72 -mtriple=aarch64-linux-gnu", 4, 32, True),
+    ("llvm -mcpu=skylake-avx512 -mtriple=i686-linux-gnu", 16, 8, True),  # 32-bit: 8 zmm
 ])
 def test_the_vector_unit_comes_from_the_cpu_and_its_features(spec, lanes, registers, fma):
     t = Target(spec)
@@ -38,3 +39,23 @@ def test_the_host_spelled_out_is_the_host():
                      f"-mattr={host.features} -num-cores={host.num_cores}")
     assert spelled == host and str(spelled) == str(host) and hash(spelled) == hash(host)
     assert Target(f"llvm -mcpu={host.mcpu} -num-cores={host.num_cores}") == host
+
+
+def test_the_hosts_text_read_back_is_the_host_with_its_features():
+    """str(Target("llvm")) leaves the host's features out; read back (a record's target,
+    a space built for it) it must mean the host's features, not LLVM's table for the CPU's
+    name, which differs where a VM hides some (AVX-512 on a Zen 4 guest)."""
+    host = Target("llvm")
+    read_back = Target(str(host))
+    assert read_back.features == host.features
+    assert read_back.vector_unit == host.vector_unit
+
+
+def test_another_triple_is_in_the_text_form():
+    """32-bit x86 has 8 vector registers where x86-64 has 32: a target of another triple
+    is another target, and its text read back is it."""
+    x86_64 = Target("llvm -mcpu=skylake-avx512 -num-cores=2")
+    i686 = Target("llvm -mcpu=skylake-avx512 -mtriple=i686-linux-gnu -num-cores=2")
+    assert str(i686) == "llvm -mcpu=skylake-avx512 -mtriple=i686-linux-gnu -num-cores=2"
+    assert i686 != x86_64 and "-mtriple" not in str(x86_64)
+    assert Target(str(i686)) == i686 and Target(str(i686)).vector_unit == i686.vector_unit

@@ -288,3 +288,24 @@ def test_a_model_gets_another_cpus_record_only_when_its_cpu_has_none(db):
     assert applied() == ("#2", False)
     db.conn.execute("UPDATE records SET template_version = '0ld'")
     assert applied()[1] is True
+
+
+def test_a_record_is_applied_in_the_space_of_the_target_built_for(db):
+    """ApplyHistoryBest(target=T) takes T's records; a template built for another target
+    (entered by instantiate) gets the record's knobs as a point of its own space, which
+    differs with the vector unit (haswell's register tiles have at most 4 rows here,
+    AVX-512's 16), not a config of T's space that instantiate refuses."""
+    task = tuner.Task("matmul", SHAPE, target=NARROWER)
+    logged = task.config_space.fallback()
+    db.add(task, [tuner.MeasureInput(task, logged)],
+           [tuner.MeasureResult((1e-6, 1e-6), tuner.MeasureErrorNo.NO_ERROR, "", 0.01,
+                                float(next(_timestamps)), "testhost")])
+    here = search_spaces.space("matmul", *SHAPE, target=HERE)
+    assert here.fingerprint != task.config_space.fingerprint
+    with ApplyHistoryBest(db, target=NARROWER) as ctx:
+        instantiate("matmul", *SHAPE, target=HERE)
+        with compiler.Target(HERE):
+            applied = ctx.query(WORKLOAD)
+        assert ctx.query(WORKLOAD) == logged  # outside any target: the context's own
+    assert applied.space.fingerprint == here.fingerprint
+    assert applied.to_json()["knobs"] == logged.to_json()["knobs"]

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+import compiler
 import records
 from records import jsonl, schema
 from tuner import MeasureErrorNo, MeasureInput, MeasureResult, Task
@@ -281,3 +282,21 @@ def test_records_move_through_files_by_path(tmp_path, task, small_task):
     with records.Database(tmp_path / "c.db") as merged:
         assert records.merge(merged, tmp_path / "a.db") == len(_lines(out))
         assert records.merge(merged, tmp_path / "a.db") == 0
+
+
+def test_records_of_another_vector_unit_import_in_their_targets_space(tmp_path):
+    """A log tuned for AVX2 (haswell: its register tiles bounded by 16 ymm registers) is
+    checked against the space of its own target, not the importing host's: its configs'
+    indices and knobs are points of the haswell space, which differs from AVX-512's."""
+    haswell = Task("matmul", (64, 64, 64), target="llvm -mcpu=haswell -num-cores=2")
+    avx512 = Task("matmul", (64, 64, 64), target="llvm -mcpu=skylake-avx512 -num-cores=2")
+    assert haswell.config_space.fingerprint != avx512.config_space.fingerprint
+    src = records.Database(tmp_path / "src.db")
+    src.add(haswell, *_measured(haswell, [(1e-4,), (2e-4,), (3e-4,)]))
+    out = tmp_path / "out.jsonl"
+    jsonl.export_jsonl(src, out)
+    dst = records.Database(tmp_path / "dst.db")
+    with compiler.Target(avx512.target):  # whatever target is entered where it is read
+        report = jsonl.import_jsonl(dst, out)
+    assert (report.imported, report.errors) == (3, [])
+    assert _fields(dst, haswell) == _fields(src, haswell)

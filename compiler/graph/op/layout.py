@@ -55,9 +55,11 @@ planner (layout_plan.py) and task extraction read it; nn.conv2d registers one.""
 
 VECTORS_PER_BLOCK = (1, 2, 4)
 """A block is one, two or four float32 vectors of the target: the packed convolution's
-register tile holds one block of output channels per column, so four vectors leave
-room for 3 columns of accumulators in AVX2's 16 registers (7 in AVX-512's 32), enough
-independent multiply-adds to cover the FMA latency; eight would leave one column."""
+register tile holds one block of output channels per column, beside the block's weight
+vectors and the broadcast input (compiler.ops.conv2d_nchwc.RegisterTile), so four
+vectors leave room for 2 columns of accumulators in AVX2's 16 registers (6 in AVX-512's
+32): 8 independent multiply-adds, enough to cover the FMA latency; eight would leave
+none on AVX2 (2 on AVX-512)."""
 
 CHANNEL_BLOCK = "relay.AlterOpLayout.channel_block"
 """Pass config: a channel block to use wherever it divides the channels instead of the
