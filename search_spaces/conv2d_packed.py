@@ -43,14 +43,8 @@ def _channel_blocks(K: int) -> list[int]:
     return [b for b in fitting if b >= MIN_CHANNEL_BLOCK or b == K] or fitting[-1:]
 
 
-@template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
-def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
-                       stride: int = 1, padding: int = 0):
-    """2-D convolution with zero padding, packed inside; returns the schedule and
-    [data, kernel, out] (NCHW, as conv2d_nchw)."""
-    OH, OW = output_size("conv2d_nchw_packed", H, W, R, S, stride, padding)
-    data = te.placeholder((N, C, H, W), name="data")
-    kernel = te.placeholder((K, C, R, S), name="kernel")
+def _define_knobs(cfg, C: int, K: int, OW: int) -> None:
+    """The knobs (see the module docstring), their tiles bounded by the register rule."""
     blocks = _channel_blocks(K)
     bounds = register_bounds(ops.divisors(OW), blocks)
     columns, channels = bounds.fallback
@@ -64,6 +58,17 @@ def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: i
     cfg.define_knob("unroll_kh", [0, 1])
     cfg.define_knob("fuse_parallel", [3, 2])
     cfg.define_knob("unpack_at", [UNPACK_AT_TILE, UNPACK_AT_ROOT])
+
+
+@template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
+def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
+                       stride: int = 1, padding: int = 0):
+    """2-D convolution with zero padding, packed inside; returns the schedule and
+    [data, kernel, out] (NCHW, as conv2d_nchw)."""
+    OH, OW = output_size("conv2d_nchw_packed", H, W, R, S, stride, padding)
+    data = te.placeholder((N, C, H, W), name="data")
+    kernel = te.placeholder((K, C, R, S), name="kernel")
+    _define_knobs(cfg, C, K, OW)
     ic, oc = cfg["tile_ic"].size[-1], cfg["tile_oc"].size[-1]
 
     HP, WP = H + 2 * padding, W + 2 * padding
