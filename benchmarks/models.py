@@ -109,17 +109,20 @@ def openvino_runner(path: str, x):
 
 
 def other_builds(mod, params, opt_level: int, targets: list, block: int | None) -> dict:
-    """{label: GraphExecutor} of the model built untuned for each of `targets` (their own
-    channel blocks and register tiles), and with `block`-channel blocks forced where
-    they divide (the pass config relay.AlterOpLayout.channel_block), when given."""
+    """{label: (GraphExecutor, Target)} of the model built untuned for each of `targets`
+    (their own channel blocks and register tiles), and with `block`-channel blocks forced
+    where they divide (the pass config relay.AlterOpLayout.channel_block), when given.
+    A label is the target's text without its kind and core count."""
     builds = {}
     for spec in targets:
-        short = Target(spec).mcpu
+        target = Target(spec)
+        short = str(target).split(" ", 1)[1].rsplit(" -num-cores", 1)[0].replace("-mcpu=", "")
         with PassContext(opt_level=opt_level):
-            builds[short] = graph.build(mod, target=spec, params=params)
+            builds[short] = graph.build(mod, target=target, params=params), target
         if block:
             with PassContext(opt_level=opt_level, config={CHANNEL_BLOCK: block}):
-                builds[f"{short} {block}c"] = graph.build(mod, target=spec, params=params)
+                builds[f"{short} {block}c"] = (graph.build(mod, target=target, params=params),
+                                               target)
     return builds
 
 
@@ -168,7 +171,7 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
     want, = session.run(None, {"input": x})
     errors = {}
     outputs = {"ours": lambda: lib.run(input=x)[0]}
-    for label, other in others.items():
+    for label, (other, _) in others.items():
         outputs[label] = lambda other=other: other.run(input=x)[0]
     if tuned is not None:
         outputs["ours tuned"] = lambda: tuned.run(input=x)[0]
@@ -179,7 +182,7 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
             np.abs(want)))))
     tx = torch.from_numpy(x)
     runs = {"ours": lambda: lib.run(input=x)}
-    for label, other in others.items():
+    for label, (other, _) in others.items():
         runs[label] = lambda other=other: other.run(input=x)
     if tuned is not None:
         runs["ours tuned"] = lambda: tuned.run(input=x)
@@ -205,9 +208,8 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
         print(f"  {k:12s} {v * 1e3:8.2f} ms" + (
             f"   {best} is {v / med[best]:.2f}x its speed" if k != best else ""))
     print(describe_packing("ours", lib, Target("llvm")))
-    for label, other in others.items():
-        spec = next(t for t in targets if Target(t).mcpu == label.split()[0])
-        print(describe_packing(label, other, Target(spec)))
+    for label, (other, target) in others.items():
+        print(describe_packing(label, other, target))
     top = sorted((tuned or lib).profile(repeat=3), key=lambda r: -r["seconds"])[:6]
     for r in top:
         print(f"    {r['kernel']:10s} {r['seconds'] * 1e3:7.2f} ms {r['share']:5.1%}  "
