@@ -68,7 +68,7 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     template schedules (pools, reshapes, ...) are no task."""
     external = [external] if isinstance(external, str) else list(external or [])
     compilers = [e for e in external if e not in LIBRARIES]
-    with Target(target), graph.build_context() as ctx:  # as the build will have them
+    with Target(target), graph.build_scope() as ctx:  # as the build will have them
         counts = _workloads(graph.optimize(mod, params, external=compilers))
         if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
             unpacked = dataclasses.replace(ctx, instruments=(),

@@ -14,7 +14,8 @@ every op, one file per family), infer_type.py, printer.py, transform.py (the pas
 from . import printer, transform  # printer: registers the text form
 from ..ir.module import IRModule
 from .bind import bind_params
-from .build import GraphModule, build, build_context, optimize, optimize_module, prepare
+from .build import (GraphModule, build, build_context, build_scope, optimize, optimize_module,
+                    prepare)
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, const, var
 from .lower import choice_of
 from .op import GraphTypeError, Op, get_op, nn, register_op, registered_ops
@@ -27,7 +28,8 @@ from .op.transform import concatenate, reshape, transpose
 from .ty import TensorType, TupleType
 
 __all__ = ["nn", "printer", "transform", "IRModule", "bind_params",
-           "GraphModule", "build", "build_context", "optimize", "optimize_module", "prepare",
+           "GraphModule", "build", "build_context", "build_scope",
+           "optimize", "optimize_module", "prepare",
            "choice_of", "Call", "Constant", "Expr", "Function", "Tuple",
            "TupleGetItem", "Var", "GraphTypeError", "Op", "get_op", "register_op",
            "registered_ops", "add", "clip", "concatenate", "const", "divide", "exp",

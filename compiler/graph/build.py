@@ -35,6 +35,8 @@ included).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..build import built_ir
@@ -79,7 +81,7 @@ def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
     main = mod["main"]
     if params:
         main = bind_params(main, params)
-    with build_context():
+    with build_scope():
         return Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
                            FoldConstant()])(IRModule.from_expr(main))
 
@@ -88,6 +90,13 @@ def build_context() -> PassContext:
     """The PassContext the build's passes run under: the entered one, else opt_level 3
     (see the module docstring)."""
     return PassContext.entered() or PassContext(opt_level=3)
+
+
+def build_scope():
+    """A `with` block under build_context(): it enters the opt_level 3 context only
+    outside any, so an entered context's instruments are not entered a second time."""
+    entered = PassContext.entered()
+    return contextlib.nullcontext(entered) if entered else PassContext(opt_level=3)
 
 
 def optimize_module(mod: IRModule, params: dict | None = None, external=None) -> IRModule:
@@ -100,7 +109,7 @@ def optimize_module(mod: IRModule, params: dict | None = None, external=None) ->
             raise BuildError(str(err.args[0])) from None
     partition = [AnnotateTarget(external), MergeCompilerRegions(), PartitionGraph()] \
         if external else []
-    with build_context():
+    with build_scope():
         return Sequential([*partition, AlterOpLayout(), FoldConstant(),
                            DeadCodeElimination(), FuseOps()])(prepare(mod, params))
 

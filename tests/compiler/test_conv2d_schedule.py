@@ -55,3 +55,21 @@ def test_outside_any_pass_context_the_build_packs_convolutions():
     with PassContext(opt_level=2):
         assert graph.build_context().opt_level == 2
     assert graph.build_context().opt_level == 3
+
+
+def test_a_build_inside_a_pass_context_does_not_enter_it_again():
+    """The build's scope reuses the entered context: its instruments are entered once."""
+    from compiler.transform.pass_infra import PassInstrument
+
+    class Counter(PassInstrument):
+        entered = 0
+
+        def enter_pass_ctx(self):
+            Counter.entered += 1
+
+    x = graph.var("x", shape=(1, 16, 7, 7))
+    w = graph.const(rng.standard_normal((16, 16, 3, 3)).astype("float32"))
+    fn = graph.Function([x], graph.nn.conv2d(x, w, padding=1))
+    with PassContext(opt_level=3, instruments=[Counter()]):
+        graph.build(graph.IRModule.from_expr(fn))
+    assert Counter.entered == 1
