@@ -68,7 +68,7 @@ def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> 
     print(f"{name}: {len(tasks)} tasks for {sum(weights)} kernels, extracted in "
           f"{extract_s:.2f} s; tuning for {budget / 60:.0f} min into {db}", flush=True)
     start = time.perf_counter()
-    with Measurer() as measurer, records.Database(db) as log:
+    with Measurer(flush_cache=True) as measurer, records.Database(db) as log:
         scheduler = TaskScheduler(tasks, trials=None, measurer=measurer, db=log,
                                   tuner="xgb", time_budget=budget, weights=weights)
         states = scheduler.run()

@@ -9,6 +9,15 @@ the same host speed: in each round every config is timed once, the order reverse
 every other round; a config's confirmed ratio is the median over the rounds of its time
 over the fallback's time in the same round, its confirmed time the median of its times.
 
+The rounds are timed as the measurer times its trials: warm, or cold (Measurer's
+flush_cache, a model's default in `autosched tune`): every call after a flush of the
+caches. In a model each layer reads weights that no other layer left in the cache;
+timed warm, again and again on the same arrays, a config that re-reads its weights
+(cheap from the L2) looks as fast as one that streams them once: measured on
+ResNet-18's 512-channel layers, the configs that warm timings tied with the untuned one
+ran 10-40% slower cold, and slower in the model (as TVM's enable_cpu_cache_flush,
+advised for tuning whole networks on x86).
+
 A config ranks above the fallback only when it was faster than the fallback in every
 round (a sign test: a config no faster than the fallback does so by chance with odds of
 1 in 2^rounds, 1 in 128 with 7 rounds); among themselves, and among those below the
@@ -43,6 +52,7 @@ PLANS = ((7, 10), (5, 5), (3, 2))
 DEFAULT_ROUNDS, DEFAULT_REPEAT_MS = 7, 50
 MAX_REPEAT_MS = 100
 OVERHEAD_MS = 2.0       # per timing: the warm-up call's share, the loop around it
+COLD_LEAST_MS = 15      # a cold timing's least length: COLD_CALLS flushes of ~2 ms and calls
 
 
 @dataclass(frozen=True)
@@ -103,10 +113,11 @@ def plan(n: int, budget_s: float | None) -> tuple[int, int]:
 
 def planned_seconds(n: int, budget_s: float | None) -> float:
     """The wall seconds that re-timing `n` configs takes under `plan(n, budget_s)`, by the
-    plan's own reckoning (more than a budget too small for the least plan): what a run
-    with a time budget keeps back for its confirmations."""
+    plan's own reckoning (more than a budget too small for the least plan; a cold
+    timing lasts at least COLD_LEAST_MS): what a run with a time budget keeps back for
+    its confirmations."""
     rounds, ms = plan(n, budget_s)
-    return rounds * n * (ms + OVERHEAD_MS) / 1e3
+    return rounds * n * (max(ms, COLD_LEAST_MS) + OVERHEAD_MS) / 1e3
 
 
 def confirm(task: Task, configs: list, measurer, rounds: int,

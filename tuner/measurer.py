@@ -36,8 +36,10 @@ class Measurer:
         to join a cluster.
     n_parallel: builds at a time (default: the cluster's CPUs).
     number, repeat, min_repeat_ms, cooldown_ms: as TVM's time_evaluator (the defaults
-        are MetaSchedule's: one measurement of at least 100 ms); flush_cache evicts the
-        caches before each repeat.
+        are MetaSchedule's: one measurement of at least 100 ms); flush_cache: every call
+        timed right after a flush of the caches, as a layer of a model runs (its
+        weights come from memory); a repeat is then the median of such calls, and
+        number and min_repeat_ms do not apply (Runner).
     build_timeout, run_timeout: seconds before a build task or a run is killed.
     check_correctness: compare every candidate's outputs with the numpy reference
         (the outputs of the calls that are timed: no call of its own).
@@ -127,9 +129,10 @@ class Measurer:
         return results
 
     def time_rounds(self, inputs: list[MeasureInput], rounds: int,
-                    repeat_ms: int) -> list[list[float]]:
+                    repeat_ms: int, cold: bool | None = None) -> list[list[float]]:
         """Time `inputs` (configs of one task, built before or now) in `rounds` alternating
-        rounds of about `repeat_ms` milliseconds per timing on the task's runner (see
+        rounds of about `repeat_ms` milliseconds per timing on the task's runner, `cold`
+        (default: flush_cache): each call after a flush of the caches (see
         Runner.time_rounds); per input its seconds per call in each round, empty for one
         that did not build or run (all empty when the runner hung or died)."""
         import ray
@@ -142,11 +145,12 @@ class Measurer:
         objects = [self._objects.get((inp.task, inp.config.index)) for inp in inputs]
         task = inputs[0].task
         runner = self._runner(task.target)
-        timeout = self.run_timeout + rounds * len(inputs) * 2 * max(repeat_ms / 1e3, 0.01)
+        timeout = self.run_timeout + rounds * len(inputs) * 2 * max(repeat_ms / 1e3, 0.1)
         try:
             ray.get(runner.acquire.remote())
-            out = ray.get(runner.time_rounds.remote(task.spec(), objects, repeat_ms, rounds),
-                          timeout=timeout)
+            cold = self.options["flush_cache"] if cold is None else bool(cold)
+            ref = runner.time_rounds.remote(task.spec(), objects, repeat_ms, rounds, cold)
+            out = ray.get(ref, timeout=timeout)
         except GetTimeoutError:
             self._replace(task.target, kill=True)
             return [[] for _ in inputs]

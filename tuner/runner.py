@@ -4,7 +4,8 @@ One Runner lives in one Ray actor per timing host (see measurer.py) and times on
 candidate at a time (`time_candidate`: object code in, costs or an error code out; the
 Measurer's `measure` turns whole batches of configs into MeasureResults around it).
 `time_rounds` re-times
-several built candidates against each other in alternating rounds (confirmation).
+several built candidates against each other in alternating rounds (confirmation), warm or
+with the caches flushed before every call.
 `acquire` takes this host's timing lock (a file lock, so runners of other processes and
 other Ray instances on the host wait too) and `time_candidate` releases it. Per task it
 keeps seeded random inputs and the expected outputs (tuner.verify), computed once: from
@@ -14,15 +15,16 @@ no schedule transformations.
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import socket
+import statistics
 import tempfile
 import time
 
 import numpy as np
 
 import compiler
+from compiler.runtime import ProfileResult
 from records import MeasureErrorNo
 
 from .builder import error_message
@@ -32,6 +34,9 @@ from .verify import expected_outputs, mismatch, random_inputs, unwritten
 # A first call shorter than this is never cut off: a tiny kernel's first call is many
 # times slower than the rest (cold caches and code, page faults) and timing it is cheap.
 CUTOFF_FLOOR_S = 0.01
+# The fewest calls of a cold timing (time_rounds): each follows a flush of the caches, so
+# each varies more than a warm call does; their median is the timing.
+COLD_CALLS = 5
 TIMING_LOCK = os.path.join(tempfile.gettempdir(), "autosched-timing.lock")
 
 
@@ -82,27 +87,37 @@ class Runner:
         """Seconds per call, one per repeat, as time_evaluator measures them. The first
         call is the warm-up (and the run whose outputs are checked). When it took longer
         than options["cutoff_s"] (and CUTOFF_FLOOR_S), the candidate cannot be among the
-        best: its cost is that one call. With flush_cache the caches are evicted before
-        each repeat."""
+        best: its cost is that one call. With flush_cache a repeat is the median of
+        COLD_CALLS calls, each right after a flush of the caches (`_cold`)."""
         start = time.perf_counter()
         f(*arrays)
         first = time.perf_counter() - start
         cutoff = options.get("cutoff_s")
         if cutoff is not None and first > max(cutoff, CUTOFF_FLOOR_S):
             return [first]
+        if options.get("flush_cache"):
+            timer = self._cold(f, COLD_CALLS)
+            return [timer(*arrays).results[0] for _ in range(options["repeat"])]
         # min_repeat_ms raises `number` until a measurement lasts that long; starting from
         # what the first call suggests saves the measurements that would be too short.
         number = max(options["number"], int(options["min_repeat_ms"] / 1e3 / max(first, 1e-9)))
-        timer = functools.partial(f.time_evaluator, number=min(number, 1 << 30),
-                                  min_repeat_ms=options["min_repeat_ms"],
-                                  cooldown_ms=options.get("cooldown_ms", 0), warmup=False)
-        if not options.get("flush_cache"):
-            return list(timer(repeat=options["repeat"])(*arrays).results)
-        costs = []
-        for _ in range(options["repeat"]):
-            self._flush()
-            costs += timer(repeat=1)(*arrays).results
-        return costs
+        timer = f.time_evaluator(number=min(number, 1 << 30), repeat=options["repeat"],
+                                 min_repeat_ms=options["min_repeat_ms"],
+                                 cooldown_ms=options.get("cooldown_ms", 0), warmup=False)
+        return list(timer(*arrays).results)
+
+    def _cold(self, f, calls: int):
+        """A function timing `calls` calls of `f`, each right after a flush of the caches;
+        it returns a ProfileResult of their median seconds."""
+        one = f.time_evaluator(number=1, repeat=1, warmup=False)
+
+        def timer(*arrays) -> ProfileResult:
+            costs = []
+            for _ in range(calls):
+                self._flush()
+                costs += one(*arrays).results
+            return ProfileResult((statistics.median(costs),))
+        return timer
 
     def time_candidate(self, spec: dict, obj: bytes, options: dict) -> dict:
         """Load `obj` (object code of a candidate of task `spec`), time it with options
@@ -146,22 +161,26 @@ class Runner:
             out["verify_time"] = time.perf_counter() - verify_start
         return done()
 
-    def time_rounds(self, spec: dict, objects: list, repeat_ms: int, rounds: int) -> dict:
+    def time_rounds(self, spec: dict, objects: list, repeat_ms: int, rounds: int,
+                    cold: bool = False) -> dict:
         """Load `objects` (object code of candidates of task `spec`, None for one that
         did not build) and time them in `rounds` alternating rounds: each round times
         every candidate once, for about `repeat_ms` milliseconds, in order, and in
         reverse order every other round, so that a drift of the host's speed falls on
-        all of them alike (tuner/confirm.py). Outputs are not checked: each candidate
-        was checked when it was measured. Then release the host's timing lock (see
-        acquire). Returns {"costs": [seconds per call in each round, one list per
-        candidate, empty for one that failed], "errors": [message or "" per
-        candidate], "host"}."""
+        all of them alike (tuner/confirm.py). `cold`: a timing is the median of calls
+        each made right after the caches were flushed (at least COLD_CALLS of them), as
+        a layer runs in a model, its weights coming from memory. Outputs are not
+        checked: each candidate was checked when it was measured. Then release the
+        host's timing lock (see acquire). Returns {"costs": [seconds per call in each
+        round, one list per candidate, empty for one that failed], "errors": [message
+        or "" per candidate], "host"}."""
         try:
-            return self._time_rounds(Task.from_spec(spec), objects, repeat_ms, rounds)
+            return self._time_rounds(Task.from_spec(spec), objects, repeat_ms, rounds, cold)
         finally:
             self._release()
 
-    def _time_rounds(self, task: Task, objects: list, repeat_ms: int, rounds: int) -> dict:
+    def _time_rounds(self, task: Task, objects: list, repeat_ms: int, rounds: int,
+                     cold: bool) -> dict:
         inputs, out_tensors, _ = self._task_data(task, False)
         arrays = [*inputs, *(unwritten(t) for t in out_tensors)]
         timers, errors = [], []
@@ -174,8 +193,7 @@ class Runner:
                     start = time.perf_counter()
                     f(*arrays)  # how many calls make repeat_ms, at the warm speed
                     first = time.perf_counter() - start
-                    number = max(1, min(int(repeat_ms / 1e3 / max(first, 1e-9)), 1 << 30))
-                    timer, error = f.time_evaluator(number=number, repeat=1, warmup=False), ""
+                    timer, error = self._round_timer(f, first, repeat_ms, cold), ""
                 except Exception as err:  # noqa: BLE001
                     error = error_message(err)
             timers.append(timer)
@@ -191,6 +209,19 @@ class Runner:
                 except Exception as err:  # noqa: BLE001
                     timers[i], costs[i], errors[i] = None, [], error_message(err)
         return {"costs": costs, "errors": errors, "host": self.host}
+
+    def _round_timer(self, f, first: float, repeat_ms: int, cold: bool):
+        """A function timing `f` for one round (see time_rounds); `first` is the seconds
+        of one warm call. It returns a ProfileResult of seconds per call."""
+        if not cold:
+            number = max(1, min(int(repeat_ms / 1e3 / max(first, 1e-9)), 1 << 30))
+            return f.time_evaluator(number=number, repeat=1, warmup=False)
+        if self._flush_buffer is None:
+            self._flush()  # its first fill pays the page faults
+        start = time.perf_counter()
+        self._flush()
+        flush = time.perf_counter() - start
+        return self._cold(f, max(COLD_CALLS, int(repeat_ms / 1e3 / (flush + first))))
 
 
 def _llc_bytes() -> int:

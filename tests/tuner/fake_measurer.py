@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tuner import MeasureErrorNo, MeasureResult
-from tuner.confirm import OVERHEAD_MS
+from tuner.confirm import COLD_LEAST_MS, OVERHEAD_MS
 
 
 def bowl_cost(config) -> float | None:
@@ -46,9 +46,11 @@ class FakeMeasurer:
     def close(self) -> None:
         """As Measurer's: nothing to stop."""
 
-    def time_rounds(self, inputs, rounds: int, repeat_ms: int) -> list[list[float]]:
+    def time_rounds(self, inputs, rounds: int, repeat_ms: int,
+                    cold: bool = False) -> list[list[float]]:
         self.confirmed.append([inp.config.index for inp in inputs])
-        self.now += rounds * len(inputs) * (repeat_ms + OVERHEAD_MS) / 1e3
+        ms = max(repeat_ms, COLD_LEAST_MS) if cold else repeat_ms
+        self.now += rounds * len(inputs) * (ms + OVERHEAD_MS) / 1e3
         out = [[] for _ in inputs]
         for _ in range(rounds):
             for i, inp in enumerate(inputs):

@@ -141,8 +141,8 @@ class LuckyMeasurer(FakeMeasurer):
                 if inp.config.index in self.lucky and r.ok else r
                 for inp, r in zip(inputs, out)]
 
-    def time_rounds(self, inputs, rounds, repeat_ms):
-        out = super().time_rounds(inputs, rounds, repeat_ms)
+    def time_rounds(self, inputs, rounds, repeat_ms, cold=False):
+        out = super().time_rounds(inputs, rounds, repeat_ms, cold)
         if rounds != RECHECK_ROUNDS:  # a confirmation
             return out
         return [[c * self.luck for c in t] if inp.config.index in self.lucky else t
@@ -212,7 +212,7 @@ def test_a_config_must_beat_the_fallback_in_every_round():
     noise = {0: 1.1, 1: 0.8, 2: 0.8}  # lucky: faster in two rounds of three, by far
 
     class Rounds(FakeMeasurer):
-        def time_rounds(self, inputs, rounds, repeat_ms):
+        def time_rounds(self, inputs, rounds, repeat_ms, cold=False):
             return [[(noise[r] if inp.config.index == 3 else
                       0.99 if inp.config.index == 4 else 1.0) for r in range(rounds)]
                     for inp in inputs]
@@ -232,9 +232,9 @@ def test_confirmation_costs_at_most_its_share_of_the_tuning_time(tmp_path):
             time.sleep(0.01 * len(inputs))
             return super().measure(inputs)
 
-        def time_rounds(self, inputs, rounds, repeat_ms):
+        def time_rounds(self, inputs, rounds, repeat_ms, cold=False):
             time.sleep(rounds * len(inputs) * repeat_ms / 1e3)
-            return super().time_rounds(inputs, rounds, repeat_ms)
+            return super().time_rounds(inputs, rounds, repeat_ms, cold)
 
     with records.Database(tmp_path / "tune.db") as db:
         state, = scheduler(db, Slow(v_cost), 160).run()

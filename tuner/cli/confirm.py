@@ -22,9 +22,12 @@ from .tune import start_measurer
               help="Confirm every task of the log again, confirmed or not.")
 @click.option("--ray-address", metavar="ADDR",
               help='Join this Ray cluster ("host:port" or "auto") [default: a local Ray].')
+@click.option("--flush-cache", is_flag=True,
+              help="Time every call right after a flush of the caches, as a layer runs in "
+                   "a model (what `autosched tune MODEL.onnx` does).")
 @db_option
 @json_option
-def log_confirm(spec, task_id, target, every, ray_address, db_path, as_json):
+def log_confirm(spec, task_id, target, every, ray_address, flush_cache, db_path, as_json):
     """Re-time the top configs and the fallback of TEMPLATE ARGS (or --task ID) side by
     side and log the confirmed ranking; with no task named, every task whose best is
     not confirmed (--all: every task).
@@ -41,7 +44,7 @@ def log_confirm(spec, task_id, target, every, ray_address, db_path, as_json):
             if as_json:
                 return print_json([])
             return click.echo(f"{db_path}: every task with a valid record is confirmed")
-        measurer = start_measurer(ray_address, None, tasks)
+        measurer = start_measurer(ray_address, None, tasks, flush_cache)
         try:
             scheduler = TaskScheduler(tasks, 0, measurer, db, tuner="random",
                                       reconfirm=True)

@@ -156,12 +156,16 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
                    "blocks (the target's lanes and their multiples); the build picks every "
                    "layer's blocks for the whole model, layout transforms included.")
 @external_option
+@click.option("--flush-cache/--no-flush-cache", default=None,
+              help="Time every call right after a flush of the caches, as a layer runs in "
+                   "a model (its weights come from memory) [default: on for a model, off "
+                   "for an operator].")
 @click.option("--no-transfer", "no_transfer", is_flag=True,
               help="Start each task's XGB model from nothing, not from the log's records "
                    "of the other workloads of its template.")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
          parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
-         external, no_transfer):
+         external, flush_cache, no_transfer):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -199,7 +203,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
                  else [make_task(spec[0], spec[1:], target)])
     if trials is None and time_budget is None:
         trials = DEFAULT_TRIALS_PER_TASK * len(tasks)
-    measurer = start_measurer(ray_address, parallel, tasks)
+    flush_cache = model is not None if flush_cache is None else flush_cache
+    measurer = start_measurer(ray_address, parallel, tasks, flush_cache)
     try:
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
@@ -227,11 +232,12 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     return SIGNAL_EXIT.get(stopper.signum, 0)
 
 
-def start_measurer(address: str | None, parallel: int | None, tasks):
-    """A started Measurer; BadInput when the cluster cannot be reached or has no node
-    that can time the tasks' targets."""
+def start_measurer(address: str | None, parallel: int | None, tasks,
+                   flush_cache: bool = False):
+    """A started Measurer (Measurer's flush_cache); BadInput when the cluster cannot be
+    reached or has no node that can time the tasks' targets."""
     import ray
-    measurer = Measurer(address=address, n_parallel=parallel)
+    measurer = Measurer(address=address, n_parallel=parallel, flush_cache=flush_cache)
     try:
         measurer.start()
     except RayConnectionError as err:
