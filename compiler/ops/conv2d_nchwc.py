@@ -88,7 +88,10 @@ by (its blocks x vectors per block): one broadcast then feeds two FMAs, and the 
 come from two streams. Measured on a Zen 5 (AVX-512, ResNet-18's 3x3 layers, 2 cores):
 tiles of two 16-channel blocks ran at 480-510 GFLOPS, of four blocks (fewer broadcasts
 per FMA, four weight streams) at 300-470, of one block at about 370; AVX2 code (8-channel
-blocks) on the same CPU: two blocks 12 accumulators 240-256 GFLOPS, four blocks 196-226."""
+blocks) on the same CPU: two blocks 12 accumulators 240-256 GFLOPS, four blocks 196-226.
+Where the output's blocks allow one or three (24 or 144 channels in blocks of 8 or 16,
+MobileNetV2's), three won: 1x7x3 / 1x8x3 ran at 250 / 480 GFLOPS where 1x28x1 ran at 210 /
+440 (its 1x1 layers at 56x56, 2 cores)."""
 
 
 def default_register_tile(target: Target, out_shape, window: tuple | None = None
@@ -97,15 +100,16 @@ def default_register_tile(target: Target, out_shape, window: tuple | None = None
     and columns both spill; a depthwise convolution's columns divide too), weight vectors
     nearest WEIGHT_VECTORS (a depthwise convolution has its one block), then the most
     accumulators that do useful work (a column tile that does not divide the width
-    computes its last tile in part), the fewest wasted columns, the fewest rows."""
+    computes its last tile in part), the fewest wasted columns, the fewest rows. Of two
+    weight-vector counts equally near WEIGHT_VECTORS, the larger (see there)."""
     _, _, oh, ow, _ = (int(d) for d in out_shape)
     tiles = register_tiles(target, out_shape, window)
     whole = [t for t in tiles if oh % t.rows == 0 and (window is None or ow % t.cols == 0)]
 
     def cost(t: RegisterTile) -> tuple:
         used = ow / (-(-ow // t.cols) * t.cols)
-        return (abs(t.blocks * t.vectors - WEIGHT_VECTORS), -round(t.accumulators * used, 6),
-                -used, t.rows)
+        return (abs(t.blocks * t.vectors - WEIGHT_VECTORS), -t.blocks * t.vectors,
+                -round(t.accumulators * used, 6), -used, t.rows)
     return min(whole or tiles, key=cost)
 
 

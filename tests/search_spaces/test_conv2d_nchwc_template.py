@@ -113,6 +113,16 @@ def test_on_avx2_one_broadcast_feeds_several_channel_blocks():
     assert tile.blocks > 1 and tile.registers <= 16
 
 
+@pytest.mark.parametrize("target, registers", [("llvm -mcpu=haswell", 16),
+                                               ("llvm -mcpu=skylake-avx512", 32)])
+def test_of_one_or_three_blocks_the_fallback_takes_three(target, registers):
+    """24 channels in blocks of 8 (MobileNetV2's): one block and three are equally far
+    from two weight vectors; three measured faster (WEIGHT_VECTORS)."""
+    for out_shape in [(1, 3, 56, 56, 8), (1, 9, 56, 56, 8)]:
+        tile = default_register_tile(Target(target), out_shape)
+        assert tile.blocks == 3 and tile.registers <= registers
+
+
 def _configs(space, seed, count=6):
     """`count` configs that give every on/off knob each of its values (the k-th config
     sets the j-th such knob to value (k + j) mod its length), each with the register
