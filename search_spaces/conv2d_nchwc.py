@@ -35,6 +35,7 @@ inlined while the convolution becomes the tile's accumulator.
 from __future__ import annotations
 
 from compiler import Target, ops, te
+from compiler.ops import conv2d_nchwc as packing
 from compiler.ops.conv2d_nchwc import (conv2d_nchwc as packed_conv, default_register_tile,
                                        depthwise_conv2d_nchwc as packed_depthwise,
                                        register_tiles)
@@ -62,7 +63,8 @@ def _define_knobs(cfg, out_shape, in_blocks: int, window: tuple | None) -> None:
     cfg.define_knob("rows_outer", [0, 1])
     cfg.define_knob("fuse_parallel", [3, 2])
     cfg.define_knob("unroll_kw", [0, 1])
-    cfg.define_knob("pad_stage", [1, 0])
+    stage = window is None or packing.DEPTHWISE_PAD_STAGE
+    cfg.define_knob("pad_stage", [1, 0], fallback=1 if stage else 0)
 
 
 def _reduction(cfg, s, acc) -> tuple[list, object]:
