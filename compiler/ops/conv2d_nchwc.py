@@ -18,8 +18,9 @@ convolution is computed at each tile into a tile-sized accumulator with its redu
 so the accumulator stays in vector registers, and the tile's blocks innermost, so one
 broadcast input value feeds the FMAs of every block (as ONNX Runtime's MLAS kernels do:
 on AVX2, 16 registers hold e.g. 4 columns x 3 blocks of 8 channels); the batch,
-channel-block and row tiles are fused and run in parallel; the padded input is a stage
-of its own, computed in parallel.
+channel-block and row tiles are fused and run in parallel; an ordinary convolution's
+padded input is a stage of its own, computed in parallel, while a depthwise one reads
+its input in place, the border tested (DEPTHWISE_PAD_STAGE).
 """
 from __future__ import annotations
 
