@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import compiler
+from compiler import te
 from compiler.runtime import ProfileResult
 from records import MeasureErrorNo
 
@@ -46,6 +47,7 @@ class Runner:
     def __init__(self):
         self._data: dict = {}    # task key -> (inputs, output tensors, expected or None)
         self._flush_buffer = None
+        self._flush_kernel = None
         self._lock = None
         node = ""
         import ray
@@ -78,10 +80,16 @@ class Runner:
         return self._data[key]
 
     def _flush(self) -> None:
-        """Evict the caches by writing a buffer twice the size of the last-level cache."""
+        """Evict the caches by writing a buffer twice the size of the last-level cache,
+        in a parallel kernel of our own (`_flush_writer`). Why not numpy: the kernel
+        pool's workers sleep after 100 us idle, and a timed call that has to wake them
+        ran the whole kernel on the calling thread half the time (cold timings of one
+        config were bimodal, 500 or 1100 us); written by the pool, the flush leaves them
+        spinning, as they are between the layers of a model."""
         if self._flush_buffer is None:
-            self._flush_buffer = np.empty(2 * _llc_bytes() // 8, np.float64)
-        self._flush_buffer.fill(1.0)
+            self._flush_buffer = np.empty(2 * _llc_bytes() // 4, np.float32)
+            self._flush_kernel = _flush_writer(self._flush_buffer.size)
+        self._flush_kernel(self._flush_buffer)
 
     def _time(self, f, arrays: list, options: dict) -> list[float]:
         """Seconds per call, one per repeat, as time_evaluator measures them. The first
@@ -222,6 +230,17 @@ class Runner:
         self._flush()
         flush = time.perf_counter() - start
         return self._cold(f, max(COLD_CALLS, int(repeat_ms / 1e3 / (flush + first))))
+
+
+def _flush_writer(n: int):
+    """A kernel writing 1.0 to all `n` floats of its argument, in parallel, vectorized."""
+    out = te.compute((n,), lambda i: te.const(1.0, "float32"), name="flush")
+    s = te.create_schedule(out.op)
+    outer, inner = s[out].split(out.op.axis[0], factor=1024)
+    s[out].parallel(outer)
+    _, lanes = s[out].split(inner, factor=16)
+    s[out].vectorize(lanes)
+    return compiler.build(s, [out], target="llvm")
 
 
 def _llc_bytes() -> int:
