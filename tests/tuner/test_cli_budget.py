@@ -74,3 +74,20 @@ def test_xgb_starts_from_the_other_workloads_of_the_log_unless_no_transfer(
     assert calls == []
     tune("matmul", 32, 32, 32, "--trials", 16, cwd=tmp_path)
     assert calls == [(second, {first, Task("matmul", (40, 40, 40))}, 2 * (16 + 1))]
+
+
+def test_a_model_is_tuned_cold_and_an_operator_warm_unless_told(fake, tmp_path, monkeypatch):
+    """`--flush-cache` reaches the Measurer: on by default for a model, whose layers read
+    weights no other layer left in the cache; off for an operator."""
+    flushes = []
+    monkeypatch.setattr(tune_cli, "start_measurer",
+                        lambda address, parallel, tasks, flush: flushes.append(flush) or fake)
+    monkeypatch.setattr(tune_cli, "_model_tasks",
+                        lambda *args: ([Task("matmul", (16, 16, 16))], [1]))
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--flush-cache",
+         cwd=tmp_path)
+    (tmp_path / "net.onnx").write_bytes(b"")  # its tasks come from the stub above
+    tune("net.onnx", "--tuner", "random", "--trials", 4, cwd=tmp_path)
+    tune("net.onnx", "--tuner", "random", "--trials", 4, "--no-flush-cache", cwd=tmp_path)
+    assert flushes == [False, True, True, False]
