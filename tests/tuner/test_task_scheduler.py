@@ -18,21 +18,27 @@ IMPROVING = Task("matmul", (64, 64, 64))
 FLAT = Task("matmul", (32, 32, 32))
 
 
-def flat_for(task):
-    """Every config of `task` costs the same, so it never improves; every other task's
-    next new config is faster than all before it, so those always improve (a config
-    timed again, as the control is, costs what it cost the first time)."""
-    measured, costs = {}, {}
+def improving_but(flat, kth_cost):
+    """Costs of configs: every config of task `flat` costs 1 ms; every other task's k-th
+    new config costs kth_cost(k) (a config timed again, as the control is, costs what it
+    cost the first time)."""
+    count, costs = {}, {}
 
     def cost(config):
-        if config.space.args == task.args:
+        if config.space.args == flat.args:
             return 1e-3
         key = (config.space.args, config.index)
         if key not in costs:
-            measured[config.space.args] = measured.get(config.space.args, 0) + 1
-            costs[key] = 1e-3 / measured[config.space.args]
+            count[config.space.args] = count.get(config.space.args, 0) + 1
+            costs[key] = kth_cost(count[config.space.args])
         return costs[key]
     return cost
+
+
+def flat_for(task):
+    """Every config of `task` costs the same, so it never improves; every other task's
+    next new config is faster than all before it, so those always improve."""
+    return improving_but(task, lambda k: 1e-3 / k)
 
 
 def run(tmp_path, tasks, trials, measurer=None, **options):
@@ -232,17 +238,7 @@ def slowly_improving(flat):
     """Costs of a model's tasks: `flat`'s configs all cost 1 ms; every other task's next
     new config is a little faster than all before it (1 ms x (1 + 1/2k) for its k-th),
     so those improve all the time, slowly."""
-    count, costs = {}, {}
-
-    def cost(config):
-        if config.space.args == flat.args:
-            return 1e-3
-        key = (config.space.args, config.index)
-        if key not in costs:
-            count[config.space.args] = count.get(config.space.args, 0) + 1
-            costs[key] = 1e-3 * (1 + 0.5 / count[config.space.args])
-        return costs[key]
-    return cost
+    return improving_but(flat, lambda k: 1e-3 * (1 + 0.5 / k))
 
 
 @pytest.mark.parametrize("floor", [allocation.FLOOR_SHARE, 0.0])
