@@ -14,6 +14,8 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
                                                          padding, ic_block, oc_block)
     nn.conv2d, NCHW[x]c, depthwise      -> depthwise_conv2d_nchwc(N, C, H, W, R, S, stride,
                                                                    padding, block)
+    nn.conv2d, NCHW[x]c, Winograd       -> conv2d_winograd_nchwc(N, C, H, W, K, padding,
+                                                                  ic_block, oc_block, m)
     nn.dense, 2-D data                  -> dense(M, N, K)
     nn.contrib_dense_pack               -> dense_pack(M, N, K, block)
     matmul, 2-D operands                -> matmul(M, N, K, dtype)
@@ -36,12 +38,15 @@ from __future__ import annotations
 
 from compiler import ops, te
 from compiler.ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc
+from compiler.ops.conv2d_winograd import conv2d_winograd_nchwc
 from compiler.contrib.cblas import computes
 from compiler.graph.expr import Call
+from compiler.graph.op.conv2d import winograd_of
 from compiler.graph.strategy import Candidate, register_strategy
 
 from .conv2d import schedule_conv2d
 from .conv2d_nchwc import schedule_conv2d_nchwc
+from .conv2d_winograd import schedule_conv2d_winograd
 from .depthwise_conv2d import schedule_depthwise_conv2d
 from .library import LIBRARY
 from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
@@ -92,9 +97,17 @@ def _packed_conv2d(call: Call, window) -> list[Candidate]:
     """A conv2d in NCHW[x]c (after AlterOpLayout) with its weights packed -> the
     conv2d_nchwc template, or depthwise_conv2d_nchwc (one filter per channel)."""
     data, weight = (a.ty for a in call.args)
+    N, CB, H, W, bi = data.shape
+    wino = winograd_of(call.attrs["kernel_layout"])
+    if wino is not None:
+        m, bo = wino
+        return _candidate(
+            "conv2d_winograd_nchwc", (N, CB * bi, H, W, weight.shape[2] * bo, window[1], bi,
+                                      bo, m),
+            lambda cfg, ins: conv2d_winograd_nchwc(ins[0], ins[1], m, (window[1],) * 4),
+            schedule_conv2d_winograd, "conv2d_winograd_nchwc")
     if weight.ndim != 6:  # weights not packed at build time: compiler.ops packs them
         return []
-    N, CB, H, W, bi = data.shape
     OB, _, R, S, _, bo = weight.shape
     C = CB * bi
     if call.attrs["groups"] == 1:

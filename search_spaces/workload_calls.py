@@ -9,8 +9,8 @@ turn it into, exactly as the build decides.
 A packed convolution's workload gives the NCHW call it was made of, and forms_of the
 packed form with the workload's own data block (the block its producer packed it in)
 first, then its forms in its other blocks (the workload's own among them);
-a dense's weight is a constant (of zeros), as a model's is, so that AlterOpLayout's
-packed form is among its forms.
+a dense's and a convolution's weight is a constant (of zeros), as a model's is, so that
+AlterOpLayout's packed (and Winograd) forms are among its forms.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from compiler.graph.expr import Call
 
 def _conv(N, C, H, W, K, R, S, stride, padding, groups=1):
     x = graph.var("data", shape=(N, C, H, W))
-    w = graph.var("weight", shape=(K, C // groups, R, S))
-    return [x, w], graph.nn.conv2d(x, w, stride, padding, groups=groups)
+    w = graph.const(np.zeros((K, C // groups, R, S), "float32"))
+    return [x], graph.nn.conv2d(x, w, stride, padding, groups=groups)
 
 
 def _dense(M, N, K):
@@ -49,6 +49,8 @@ _CALLS = {
                                                                    p, C),
     "depthwise_conv2d_nchwc": lambda N, C, H, W, R, S, st, p, b: _conv(N, C, H, W, C, R, S,
                                                                        st, p, C),
+    "conv2d_winograd_nchwc": lambda N, C, H, W, K, p, bi, bo, m: _conv(N, C, H, W, K, 3, 3, 1,
+                                                                      p),
     "conv2d_1x1_cblas": lambda N, C, H, W, K: _conv(N, C, H, W, K, 1, 1, 1, 0),
     "dense": _dense,
     "dense_pack": lambda M, N, K, block: _dense(M, N, K),
@@ -76,6 +78,7 @@ def forms_of(name: str, args: tuple) -> list[Call]:
     call = call_of(name, args)
     if call is None:
         return []
-    block = {"conv2d_nchwc": lambda: args[9], "depthwise_conv2d_nchwc": lambda: args[8]}
+    block = {"conv2d_nchwc": lambda: args[9], "depthwise_conv2d_nchwc": lambda: args[8],
+             "conv2d_winograd_nchwc": lambda: args[6]}
     layout = f"NCHW{block[name]()}c" if name in block else "NCHW"
     return implementation_forms(call, layout)

@@ -67,9 +67,11 @@ class Planned:
     """What the layout planner (layout_plan.py) chose for one call: the (input block,
     output block) it computes in (None: NCHW, unaltered), and the layout its result is
     to be in (its layout class's: a transform follows where that is not the block it
-    writes)."""
+    writes). `winograd`: whether a convolution in those blocks runs by Winograd (None:
+    as the chooser prefers; block_forms' variants force it either way)."""
     blocks: tuple[int, int] | None
     layout: str
+    winograd: bool | None = None
 
 
 class LayoutContext(ExprMutator):
@@ -169,6 +171,22 @@ class LayoutContext(ExprMutator):
             return self.mark(out, new.attrs.get("out_layout") or layout)
         return new
 
+    def prefers_first(self, call: Call, fns: list[Callable]) -> bool:
+        """Whether the chooser takes the form the first of the alterations `fns` gives
+        `call` over the others' (a convolution by Winograd or directly, in one pair of
+        blocks): False when the first alters nothing or gives the second's form. The
+        forms are typed on vars of the operands' types, as _keeps_original types them;
+        nothing is applied."""
+        nchw = [self.convert(a, "NCHW") for a in call.args]
+        types = [self.nchw_type(a) for a in call.args]
+        news = [fn(dict(call.attrs), nchw, types, call.ty) for fn in fns]
+        if not all(isinstance(n, Call) for n in news) or news[0].attrs == news[1].attrs:
+            return False
+        forms = _typed_forms(nchw, types, news)
+        chosen = choose_implementation(forms, applies=False).candidate
+        return chosen.workload is not None and \
+            chosen.workload in {c.workload for c in candidates(forms[0])}
+
     def rewrite_call(self, call: Call) -> Expr:
         out = self._rewrite(call)
         planned = self.planned()
@@ -231,14 +249,24 @@ def _probe(call: Call, data_layout: str, planned: Planned | None = None) -> Call
     return infer_type(Function(params, new)).body
 
 
-def block_forms(call: Call) -> list[tuple[tuple[int, int], Call]]:
+def block_forms(call: Call, variants: bool = False) -> list[tuple[tuple[int, int], Call]]:
     """((input block, output block), typed form) for each pair of blocks the op of the
     typed `call` offers it (its BLOCKS_ATTR: a convolution's NCHW[x]c forms, the untuned
-    pair first), its data coming in the input block; [] for an op without blocks."""
+    pair first), its data coming in the input block; [] for an op without blocks. The
+    form of a pair is the one the chooser prefers (a convolution by Winograd or
+    directly); `variants`: each pair's every form instead (the Winograd one first),
+    which tuning makes tasks of."""
     blocks_of = get_op_attr(call.op.name, BLOCKS_ATTR)
     pairs = blocks_of(call, None) if blocks_of is not None else []
-    return [(pair, _probe(call, packed(pair[0]), Planned(pair, packed(pair[1]))))
-            for pair in pairs]
+    out = []
+    for pair in pairs:
+        forms = []
+        for winograd in ((True, False) if variants else (None,)):
+            form = _probe(call, packed(pair[0]), Planned(pair, packed(pair[1]), winograd))
+            if all(form.op is not f.op or form.attrs != f.attrs for f in forms):
+                forms.append(form)
+        out.extend((pair, form) for form in forms)
+    return out
 
 
 def altered_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
@@ -249,7 +277,7 @@ def altered_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
     first = _probe(call, data_layout)
     if first is None:
         return []
-    return [first, *(form for _, form in block_forms(call)
+    return [first, *(form for _, form in block_forms(call, variants=True)
                      if form.attrs != first.attrs)]
 
 
@@ -268,20 +296,30 @@ def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
     chooser picks among the candidates of both, ordered as implementation_forms orders
     them (with no record, the altered form). Nothing is applied here: lowering asks
     again for the form that stays."""
-    mapping = {id(a): a if isinstance(a, Constant) else Var(f"arg{i}", t)
-               for i, (a, t) in enumerate(zip(nchw, types))}
-    params = [v for v in mapping.values() if isinstance(v, Var)]
-    original = Call(call.op, tuple(mapping[id(a)] for a in nchw), call.attrs)
-    altered = _Substitute(mapping).visit(new)
-    layout = altered.attrs.get("data_layout", "NCHW")
-    if is_packed(layout):  # its data comes transformed, as the pass will give it
-        altered = Call(altered.op, (layout_transform(altered.args[0], "NCHW", layout),
-                                    *altered.args[1:]), altered.attrs)
-    forms = [infer_type(Function(params, f)).body for f in (altered, original)]
+    original = Call(call.op, tuple(nchw), call.attrs)
+    forms = _typed_forms(nchw, types, [new, original])
     chosen = choose_implementation(forms, applies=False).candidate
     # the chosen candidate is one of the two forms': the original's unless the altered has it
     return chosen.workload is not None and \
         chosen.workload not in {c.workload for c in candidates(forms[0])}
+
+
+def _typed_forms(nchw: list, types: list, news: list[Call]) -> list[Call]:
+    """The calls `news` (made on the NCHW operands `nchw` of types `types`) typed on vars
+    of those types in their place (constants stay); a form computing in a packed layout
+    gets its data through a layout_transform, as the pass will give it."""
+    mapping = {id(a): a if isinstance(a, Constant) else Var(f"arg{i}", t)
+               for i, (a, t) in enumerate(zip(nchw, types))}
+    params = [v for v in mapping.values() if isinstance(v, Var)]
+    forms = []
+    for new in news:
+        form = _Substitute(mapping).visit(new)
+        layout = form.attrs.get("data_layout", "NCHW")
+        if is_packed(layout):
+            form = Call(form.op, (layout_transform(form.args[0], "NCHW", layout),
+                                  *form.args[1:]), form.attrs)
+        forms.append(infer_type(Function(params, form)).body)
+    return forms
 
 
 def alter_op_layout(func: Function, plan: dict[int, Planned] | None = None) -> Function:

@@ -14,6 +14,7 @@ import pytest
 
 import compiler
 import search_spaces
+from compiler.ops.conv2d_winograd import winograd_tile_size
 
 TARGETS = ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"]
 
@@ -134,6 +135,23 @@ def test_the_packed_fallback_keeps_its_register_tile_in_registers(name, args, ta
     assert spilled_vector_moves(fallback_assembly(name, args + blocks, target)) == []
 
 
+WINOGRAD = [(1, 64, 56, 56, 64, 1), (1, 128, 28, 28, 128, 1), (1, 256, 14, 14, 256, 1)]
+"""ResNet's 3x3, stride 1 layers that run by Winograd untuned: (N, C, H, W, K, padding),
+in the target's blocks, with the tile size the target takes (winograd_tile_size)."""
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["avx2", "avx512"])
+@pytest.mark.parametrize("args", WINOGRAD, ids=[str(a) for a in WINOGRAD])
+def test_the_winograd_fallback_keeps_its_register_tiles_in_registers(args, target):
+    """The transforms too: the data's, one row of a tile's (m + 2) vectors at a time, and
+    the output's, one row of m accumulators."""
+    lanes = compiler.Target(target).vector_lanes
+    n, c, h, w, k, _ = args
+    m = winograd_tile_size((3, 3), (1, 1), (1, 1), (h, w), (c, k), target)
+    full = (*args, lanes, lanes, m)
+    assert spilled_vector_moves(fallback_assembly("conv2d_winograd_nchwc", full, target)) == []
+
+
 def test_the_stems_packed_fallback_keeps_its_register_tile_in_registers():
     """The first layer of a CNN reads an image's 3 channels as one block."""
     for target in TARGETS:
@@ -147,4 +165,4 @@ def test_every_template_with_a_schedule_has_a_case():
     ours = {n for n in search_spaces.templates()
             if search_spaces.get_template(n).fn.__module__.startswith("search_spaces.")}
     library = {n for n in ours if search_spaces.get_template(n).library is not None}
-    assert {n for n, _ in CASES + PACKED} == ours - library
+    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc"} == ours - library

@@ -92,26 +92,27 @@ def image_fn(dilation=1):
     return graph.Function([x], graph.multiply(y, graph.const(np.float32(0.5))))
 
 
-IMAGE = [(1, 3, 37, 37, 16, 7, 7, 2, 3, 3, 16), (1, 16, 19, 19, 24, 3, 3, 1, 1, 16, 8),
-         (1, 24, 19, 19, 40, 5, 5, 2, 2, 8, 8)]
+IMAGE = [("conv2d_nchwc", (1, 3, 37, 37, 16, 7, 7, 2, 3, 3, 16)),
+         ("conv2d_winograd_nchwc", (1, 16, 19, 19, 24, 1, 16, 8, 2)),  # 3x3: by Winograd
+         ("conv2d_nchwc", (1, 24, 19, 19, 40, 5, 5, 2, 2, 8, 8))]
 
 
 def test_blocks_that_change_between_convolutions_are_the_templates_arguments():
     fn = image_fn()
     lib = build(fn)
     infos = [s["info"] for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"]
-    assert [i["workload"] for i in infos] == [f"conv2d_nchwc{a!r}" for a in IMAGE]
+    assert [i["workload"] for i in infos] == [f"{name}{a!r}" for name, a in IMAGE]
     data = rng.standard_normal((1, 3, 37, 37)).astype("float32")
     want = evaluate(fn, data)
     np.testing.assert_allclose(lib.run(x=data)[0], want, rtol=1e-4, atol=1e-4)
     rows = [r for r in lib.profile(repeat=1) if r["ops"][0] == "nn.conv2d"]
-    assert [(r["template"], r["fallback"]) for r in rows] == [("conv2d_nchwc", True)] * 3
-    for args in IMAGE:
-        config = search_spaces.space("conv2d_nchwc", *args).sample(1, seed=sum(args))[0]
-        with AnswerFor("conv2d_nchwc", args, config):
+    assert [(r["template"], r["fallback"]) for r in rows] == [(n, True) for n, _ in IMAGE]
+    for name, args in IMAGE:
+        config = search_spaces.space(name, *args).sample(1, seed=sum(args))[0]
+        with AnswerFor(name, args, config):
             lib = build(fn)
         chosen = [s["info"] for s in lib.plan["steps"] if s["info"]["template"]]
-        assert [i["fallback"] for i in chosen] == [a != args for a in IMAGE]
+        assert [i["fallback"] for i in chosen] == [a != (name, args) for a in IMAGE]
         np.testing.assert_allclose(lib.run(x=data)[0], want, rtol=1e-4, atol=1e-4,
                                    err_msg=str(config))
 

@@ -9,23 +9,64 @@ channels innermost, `kernel_layout="OIHW16i16o"` the packed weights (O/16, I/16,
 block (a 3-channel image convolves as NCHW3c with OIHW3i16o weights into NCHW16c). The
 blocks are the target's (layout.channel_blocks: its float32 lanes, 16 on AVX-512, 8 on
 AVX2, and their multiples), and conv2d_blocks says which pairs a call may take.
+
+A 3x3, stride 1 convolution may instead run by Winograd's F(m x m, 3 x 3)
+(compiler/ops/conv2d_winograd.py): `kernel_layout="winograd4_16o"` names its weights
+transformed once when the model is built, (m + 2, m + 2, O/16, I, 16), into which
+AlterOpLayout turns a constant weight (alter_conv2d_nchwc, `winograd`); the data and
+output are packed as for the direct form. The implementation chooser picks between the
+two forms of a layer (LayoutContext.prefers_first), as between packed and NCHW.
 """
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
 from ... import ops, te
 from ...ops.conv2d_nchwc import conv2d_nchwc, depthwise_conv2d_nchwc, schedule_conv2d_nchwc
 from ...ops.conv2d_schedule import schedule_conv2d_nchw
+from ...ops.conv2d_winograd import (conv2d_winograd_nchwc, schedule_conv2d_winograd_nchwc,
+                                    winograd_conv2d_reference, winograd_tile_size,
+                                    winograd_weight_transform)
 from ...ops.pattern import OpPattern
-from ..expr import Call, Expr
+from ..expr import Call, Constant, Expr
 from ..ty import TensorType
 from .layout import (BLOCKS_ATTR, block_of, channel_blocks, is_packed, layout_transform,
                      packed, smallest_block, transform_array)
 from .registry import GraphTypeError, call, register_op, register_op_attr
 from .relations import kernel_blocks, padding4, pair, same_dtype, tensor_args, window
+
+def winograd_layout(m: int, block: int) -> str:
+    """The kernel layout of weights transformed for F(m x m, 3 x 3) in output blocks of
+    `block` channels: (m + 2, m + 2, O/block, I, block)."""
+    return f"winograd{m}_{block}o"
+
+
+def winograd_of(kernel_layout: str) -> tuple[int, int] | None:
+    """(m, block) of a winograd_layout, None for any other kernel layout."""
+    found = re.fullmatch(r"winograd(\d+)_(\d+)o", kernel_layout)
+    return None if found is None else (int(found[1]), int(found[2]))
+
+
+def _winograd_rel(data, weight, attrs, m: int, out_block: int):
+    """Packed data (N, C/x, H, W, x), weights (m + 2, m + 2, O/y, C, y): 3x3, stride 1."""
+    n, cb, h, w, block = data.shape
+    alpha = m + 2
+    if weight.ndim != 5 or weight.shape[:2] != (alpha, alpha) or \
+            weight.shape[3] != cb * block or weight.shape[4] != out_block or \
+            attrs["groups"] != 1 or tuple(attrs["strides"]) != (1, 1) or \
+            tuple(attrs["dilation"]) != (1, 1):
+        raise GraphTypeError(f"nn.conv2d: weight {weight.shape} is not "
+                             f"{attrs['kernel_layout']} ({alpha}, {alpha}, O/{out_block}, "
+                             f"{cb * block}, {out_block}) of a 3x3, stride 1, groups 1 "
+                             f"convolution of data {data.shape}")
+    top, left, bottom, right = attrs["padding"]
+    return TensorType((n, weight.shape[2], window("nn.conv2d", h, 3, 1, top, bottom, 1),
+                       window("nn.conv2d", w, 3, 1, left, right, 1), out_block),
+                      same_dtype("nn.conv2d", [data, weight]))
+
 
 def _packed_rel(data, weight, attrs):
     """data NCHW[x]c (N, C/x, H, W, x); weight OIHW, or packed: OIHW[x]i[y]o (groups 1)
@@ -35,6 +76,9 @@ def _packed_rel(data, weight, attrs):
     channels, groups = cb * block, attrs["groups"]
     out_layout = attrs["out_layout"] or attrs["data_layout"]
     out_block = int(out_layout[4:-1])
+    wino = winograd_of(attrs["kernel_layout"])
+    if wino is not None:
+        return _winograd_rel(data, weight, attrs, wino[0], out_block)
     blocks = kernel_blocks(attrs["kernel_layout"])
     if blocks is not None:
         bi, bo = blocks
@@ -89,6 +133,9 @@ def _shape(tensor) -> tuple:
 def _packed_compute(data, weight, at, ty, common):
     """NCHW[x]c data: compiler.ops' packed convolutions. Weights the build did not pack
     (an OIHW weight that is a parameter) are packed inside the kernel."""
+    wino = winograd_of(at["kernel_layout"])
+    if wino is not None:
+        return conv2d_winograd_nchwc(data, weight, wino[0], tuple(at["padding"]))
     depthwise = at["groups"] != 1
     if len(_shape(weight)) == 4:
         bi = 1 if depthwise else _shape(data)[4]
@@ -122,6 +169,11 @@ def _compute(ins, at, ty):
 
 def _reference(args, attrs):
     data, weight = args
+    wino = winograd_of(attrs["kernel_layout"])
+    if wino is not None:  # the Winograd formula in numpy, on the unpacked data
+        nchw = transform_array(data, attrs["data_layout"], "NCHW")
+        out = winograd_conv2d_reference(nchw, weight, wino[0], tuple(attrs["padding"]))
+        return transform_array(out, "NCHW", attrs.get("out_layout") or attrs["data_layout"])
     if weight.ndim == 6:  # OIHW[x]i[y]o: unpack to OIHW
         ob, ib, kh, kw, bi, bo = weight.shape
         weight = weight.transpose(0, 5, 1, 4, 2, 3).reshape(ob * bo, ib * bi, kh, kw)
@@ -179,7 +231,7 @@ def conv2d_blocks(attrs, tinfos, data_block: int | None = None) -> list[tuple[in
 
 
 def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None = None,
-                       blocks: tuple[int, int] | None = None):
+                       blocks: tuple[int, int] | None = None, winograd: bool = False):
     """The built-in alteration of nn.conv2d into NCHW[x]c (Relay's FTVMAlterOpLayout
     signature), or None. An ordinary convolution (groups 1, NCHW) computes in NCHW[x]c
     with its weights packed OIHW[x]i[y]o, the layout in which its kernel
@@ -187,7 +239,11 @@ def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None =
     OIHW1i[x]o. (x, y) is `blocks` when given (the layout planner's choice), else the
     untuned pair of conv2d_blocks for data packed in `data_block`. The weights'
     layout_transform is of constants, so FoldConstant folds it when the model is built
-    and no weight is repacked at run time."""
+    and no weight is repacked at run time.
+
+    `winograd`: a convolution that winograd_tile_size says may run by Winograd, on a
+    constant weight, does, its weights transformed here (winograd_weight_transform), as
+    the dense's alteration packs its weights; any other stays direct."""
     if blocks is None:
         pairs = conv2d_blocks(attrs, tinfos, data_block)
         if not pairs:
@@ -195,6 +251,15 @@ def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None =
         blocks = pairs[0]
     block, out_block = blocks
     depthwise = attrs["groups"] != 1
+    data, weight = tinfos
+    m = winograd and not depthwise and isinstance(inputs[1], Constant) and \
+        winograd_tile_size(weight.shape[2:], attrs["strides"], attrs["dilation"],
+                           out_type.shape[2:], (data.shape[1], weight.shape[0]))
+    if m:
+        u = winograd_weight_transform(inputs[1].data, m, out_block)
+        return conv2d(inputs[0], Constant(u), attrs["strides"], attrs["padding"],
+                      attrs["dilation"], 1, packed(block), winograd_layout(m, out_block),
+                      packed(out_block) if out_block != block else "")
     kernel_layout = f"OIHW{1 if depthwise else block}i{out_block}o"
     packed_weight = layout_transform(inputs[1], "OIHW", kernel_layout)
     return conv2d(inputs[0], packed_weight, attrs["strides"], attrs["padding"],
@@ -212,18 +277,28 @@ def _layout(ctx, call: Call) -> Expr | None:
     alter_conv2d_nchwc's untuned pair for the block its data comes packed in, which the
     implementation chooser may keep in NCHW (ctx.alter)."""
     planned = ctx.planned()
+    if planned is not None and planned.blocks is None:
+        return None
     if planned is not None:
-        return None if planned.blocks is None else \
-            ctx.alter(call, functools.partial(alter_conv2d_nchwc, blocks=planned.blocks))
-    have = ctx.layout_of(call.args[0])
-    alter = functools.partial(alter_conv2d_nchwc,
-                              data_block=block_of(have) if is_packed(have) else None)
-    return ctx.alter(call, alter, choose=True)
+        alter = functools.partial(alter_conv2d_nchwc, blocks=planned.blocks)
+        winograd = planned.winograd
+    else:
+        have = ctx.layout_of(call.args[0])
+        alter = functools.partial(alter_conv2d_nchwc,
+                                  data_block=block_of(have) if is_packed(have) else None)
+        winograd = None
+    if winograd is None:  # the chooser's: Winograd where it may, unless the log says
+        winograd = ctx.prefers_first(call, [functools.partial(alter, winograd=True),
+                                            functools.partial(alter, winograd=False)])
+    return ctx.alter(call, functools.partial(alter, winograd=winograd),
+                     choose=planned is None)
 
 
 def _schedule(out, anchor, call: Call):
     """compiler.ops' schedule of a convolution kernel with its elementwise tail: the
     packed one, the NCHW one (groups 1), else the default schedule."""
+    if winograd_of(call.attrs["kernel_layout"]) is not None:
+        return schedule_conv2d_winograd_nchwc(out, anchor)
     if call.attrs["data_layout"] != "NCHW":
         return schedule_conv2d_nchwc(out, anchor)
     if call.attrs["groups"] == 1:
@@ -248,7 +323,13 @@ def _samples():
               "out_layout": "NCHW16c"}),
             ([t(1, 2, 7, 13, 8), t(2, 1, 3, 3, 1, 8)],
              {**base, "data_layout": "NCHW8c", "kernel_layout": "OIHW1i8o", "groups": 16,
-              "padding": (1, 1, 1, 1)})]
+              "padding": (1, 1, 1, 1)}),
+            ([t(1, 2, 13, 7, 8), t(4, 4, 3, 16, 8)],
+             {**base, "data_layout": "NCHW8c", "kernel_layout": "winograd2_8o",
+              "padding": (1, 0, 1, 2)}),
+            ([t(2, 1, 7, 13, 16), t(6, 6, 2, 16, 8)],
+             {**base, "data_layout": "NCHW16c", "kernel_layout": "winograd4_8o",
+              "out_layout": "NCHW8c", "padding": (1, 1, 1, 1)})]
 
 
 register_op("nn.conv2d", _rel, OpPattern.OUT_ELEMWISE_FUSABLE,

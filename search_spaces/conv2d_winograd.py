@@ -1,0 +1,72 @@
+"""The Winograd convolution template (TOPI's conv2d_winograd_without_weight_transform, in
+the packed layout): compiler.ops.conv2d_winograd's F(m x m, 3 x 3) kernel, the form
+AlterOpLayout gives a 3x3, stride 1 convolution of constant weights where the chooser
+prefers it to the direct packed kernel (conv2d_nchwc.py).
+
+- `conv2d_winograd_nchwc(N, C, H, W, K, padding, ic_block, oc_block, tile_size)`: data
+  (N, C/ic, H, W, ic), transformed weights (m + 2, m + 2, K/oc, C, oc), m = tile_size
+  -> out (N, K/oc, OH, OW, oc). The tile size is part of the workload, not a knob: the
+  weights are transformed for it when the model is built.
+
+Knobs:
+- `bgemm_tile` ("RxB"): the batched GEMM's register tile, R input tiles by B output
+  channel blocks (compiler.ops.conv2d_winograd.winograd_tiles: those that fit the
+  target's registers), one broadcast of the transformed data feeding B weight vectors;
+- `tile_rows`: how many rows of an output tile the output transform computes at once
+  (1: m accumulators; m: the whole tile's m * m, where the registers hold them).
+The fallback is compiler.ops.schedule_conv2d_winograd_nchwc's schedule.
+"""
+from __future__ import annotations
+
+from compiler import Target, te
+from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc as winograd_conv,
+                                          default_tile_rows, default_winograd_tile,
+                                          schedule_winograd,
+                                          winograd_conv2d_reference, winograd_tiles)
+
+from .conv2d_nchwc import _pack_out, _unpack_data
+from .registry import template
+
+
+def _define_knobs(cfg, m: int, out_blocks: int, block: int) -> None:
+    """The knobs (module docstring), their fallbacks the untuned schedule's."""
+    target = Target.resolve()
+    tiles = winograd_tiles(target, out_blocks, block)
+    rows, blocks = default_winograd_tile(target, out_blocks, block)
+    cfg.define_knob("bgemm_tile", [f"{r}x{b}" for r, b in tiles], fallback=f"{rows}x{blocks}")
+    cfg.define_knob("tile_rows", [1, m], fallback=default_tile_rows(target, m, block))
+
+
+def schedule_conv2d_winograd(cfg, s, conv, out) -> None:
+    """Schedule the Winograd convolution `conv` by `cfg` in a kernel whose output is `out`
+    (`conv`, or its elementwise tail)."""
+    rows, blocks = (int(v) for v in cfg["bgemm_tile"].val.split("x"))
+    schedule_winograd(s, out, conv, rows, blocks, cfg["tile_rows"].val)
+
+
+def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc_block,
+                                    tile_size):
+    """numpy `conv2d_winograd_nchwc`: Winograd's formula on the unpacked data, in
+    float64, packed (for weights that are a transform, the convolution by them)."""
+    data, weight = inputs
+    out = winograd_conv2d_reference(_unpack_data(data), weight, tile_size, (padding,) * 4)
+    return _pack_out(out, oc_block)
+
+
+@template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference)
+def conv2d_winograd_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, padding: int = 1,
+                          ic_block: int = 16, oc_block: int = 16, tile_size: int = 4):
+    """3x3, stride 1 convolution by Winograd in NCHW[x]c; returns the schedule and
+    [data, weight, out]."""
+    if C % ic_block or K % oc_block:
+        raise ValueError(f"conv2d_winograd_nchwc: {C} input channels in blocks of "
+                         f"{ic_block} and {K} output channels in blocks of {oc_block} do "
+                         f"not divide")
+    alpha = tile_size + 2
+    data = te.placeholder((N, C // ic_block, H, W, ic_block), name="data")
+    weight = te.placeholder((alpha, alpha, K // oc_block, C, oc_block), name="weight")
+    out = winograd_conv(data, weight, tile_size, (padding,) * 4)
+    _define_knobs(cfg, tile_size, K // oc_block, oc_block)
+    s = te.create_schedule(out.op)
+    schedule_conv2d_winograd(cfg, s, out, out)
+    return s, [data, weight, out]
