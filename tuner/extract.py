@@ -101,11 +101,12 @@ def _library_workloads(prepared, library: str, target) -> dict[tuple, int]:
 
 def _block_workloads(prepared) -> dict[tuple, int]:
     """{workload of a block of a convolution: its calls} of every call with blocks
-    (alter_op_layout.block_forms) in the prepared graph."""
+    (alter_op_layout.block_forms: each pair's every form, Winograd's and the direct
+    one's) in the prepared graph."""
     counts: dict[tuple, int] = {}
     for expr in post_order(prepared["main"].body):
         if isinstance(expr, graph.Call) and isinstance(expr.op, graph.Op):
-            for _, form in block_forms(expr):
+            for _, form in block_forms(expr, variants=True):
                 workload = next((c.workload for c in candidates(form)
                                  if c.workload is not None and c.library is None), None)
                 if workload is not None:

@@ -14,6 +14,7 @@ from test_onnx_frontend import mlp, mobile_block  # noqa: E402
 
 from compiler import Target, graph  # noqa: E402
 from compiler.graph.op.layout import channel_blocks  # noqa: E402
+from compiler.ops.conv2d_winograd import winograd_tile_size  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from tuner import Task, extract_tasks  # noqa: E402
@@ -35,11 +36,26 @@ def resnet():
     return resnet18(size=64)
 
 
+def winograd(C, H, K, R, stride, target="llvm") -> int | None:
+    """The tile size the layer runs by Winograd with untuned on `target`, or None."""
+    out = H // stride
+    return winograd_tile_size((R, R), (stride,) * 2, (1, 1), (out, out), (C, K), target)
+
+
+def packed_task(C, H, K, R, stride, pad, ic, oc, direct=False) -> Task:
+    """The task of a packed layer in blocks (ic, oc): by Winograd where it runs so
+    untuned (unless `direct`), else the direct kernel's."""
+    m = winograd(C, H, K, R, stride)
+    if m and not direct:
+        return Task("conv2d_winograd_nchwc", (1, C, H, H, K, pad, ic, oc, m))
+    return Task("conv2d_nchwc", (1, C, H, H, K, R, R, stride, pad, ic, oc))
+
+
 def resnet_tasks(packed: bool) -> list[tuple[Task, int]]:
     out = []
     for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
         args = (1, C, H, H, K, R, R, stride, pad)
-        out.append((Task("conv2d_nchwc", (*args, 3 if C == 3 else 16, 16)) if packed
+        out.append((packed_task(C, H, K, R, stride, pad, 3 if C == 3 else 16, 16) if packed
                     else Task("conv2d_nchw", args), n))
     # at opt_level 3 the classifier's weights are packed in panels of 40 at build time
     return [*out, (Task("dense_pack", (1, 1000, 512, 40)) if packed
@@ -109,7 +125,8 @@ def test_resnet18s_packed_tasks_for_haswell_are_in_blocks_of_8(resnet):
     with PassContext(opt_level=3):
         tasks, _ = extract_tasks(mod, params, target="llvm -mcpu=haswell")
     assert [t.args[-2:] for t in tasks if t.name == "conv2d_nchwc"] == \
-        [(3, 8)] + [(8, 8)] * 10
+        [(3, 8)] + [(8, 8)] * 9
+    assert [t.args[-3:] for t in tasks if t.name == "conv2d_winograd_nchwc"] == [(8, 8, 2)]
     assert all(t.target == Target("llvm -mcpu=haswell") for t in tasks)
 
 
@@ -124,7 +141,9 @@ def test_blocks_add_every_other_pair_of_blocks_of_the_packed_convolutions(resnet
     for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
         ins = [3] if C == 3 else channel_blocks(C)
         for ic, oc in ((i, o) for i in ins for o in channel_blocks(K)):
-            if (ic, oc) != (ins[0], lanes):
-                others[Task("conv2d_nchwc", (1, C, H, H, K, R, R, stride, pad, ic, oc))] = n
+            forms = {packed_task(C, H, K, R, stride, pad, ic, oc, direct)
+                     for direct in (False, True)}  # Winograd's and the direct kernel's
+            forms.discard(packed_task(C, H, K, R, stride, pad, ins[0], lanes))
+            others.update((task, n) for task in forms)
     assert dict(list(zip(tasks, weights))[len(plain):]) == others
     assert len(others) > 0
