@@ -38,6 +38,7 @@ from .layout import (BLOCKS_ATTR, block_of, channel_blocks, is_packed, layout_tr
 from .registry import GraphTypeError, call, register_op, register_op_attr
 from .relations import kernel_blocks, padding4, pair, same_dtype, tensor_args, window
 
+
 def winograd_layout(m: int, block: int) -> str:
     """The kernel layout of weights transformed for F(m x m, 3 x 3) in output blocks of
     `block` channels: (m + 2, m + 2, O/block, I, block)."""
