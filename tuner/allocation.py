@@ -42,6 +42,10 @@ that improves faster than its share still gets the rest of the time. So a task w
 quarter of the latency gets at least an eighth of the tuning time until it has had 8
 batches.
 
+`strategy="round-robin"` ranks the tasks in turn instead, every batch (TVM's
+auto_scheduler TaskScheduler names the two "gradient" and "round-robin"): the baseline
+the gradient is measured against (`autosched tune --allocation round-robin`).
+
 When the time budget leaves too little for the first task's batch, the TaskScheduler
 gives a smaller batch to it, or a batch to the next task in this ranking whose batch
 fits (task_scheduler.py).
@@ -55,16 +59,21 @@ from .task_state import TaskState
 ROUND_ROBIN_EVERY = 4  # every fourth batch goes to the next task in turn
 FLOOR_SHARE = 0.5      # of a task's share of the latency, in tuning seconds ...
 FLOOR_BATCHES = 8      # ... until it has had this many batches
+STRATEGIES = ("gradient", "round-robin")
 
 
 class Allocation:
     """The ranking of the tasks of `states` (TaskStates, the run's, in order) for the
     next batch; `weights`: one per state, or None (see the module docstring); the
-    gradient looks at the last two batches of `batch_size`."""
+    gradient looks at the last two batches of `batch_size`; `strategy`: one of
+    STRATEGIES."""
 
     def __init__(self, states: list[TaskState], weights: list[float] | None,
-                 batch_size: int):
-        self.states, self.weights = states, weights
+                 batch_size: int, strategy: str = "gradient"):
+        if strategy not in STRATEGIES:
+            raise ValueError(f"allocation strategy must be one of {', '.join(STRATEGIES)}, "
+                             f"got {strategy!r}")
+        self.states, self.weights, self.strategy = states, weights, strategy
         self.window = 2 * batch_size
         self.picks = 0        # batches given out after the first round
         self.turn = 0         # the next task in turn for a round-robin batch
@@ -74,6 +83,11 @@ class Allocation:
     def ranked(self) -> list[TaskState]:
         """The tasks still in the rotation, the one the next batch should go to first."""
         active = [s for s in self.states if s.finished is None]
+        if self.strategy == "round-robin":
+            n = len(self.states)
+            order = [self.states[(self.turn + i) % n] for i in range(n)]
+            self._counted, self._turn_task = True, None
+            return [s for s in order if s.finished is None]
         fresh = [s for s in active if s.batches == 0]
         self._counted, self._turn_task = not fresh, None
         share = self.latency_shares()
@@ -101,6 +115,9 @@ class Allocation:
 
     def chose(self, state: TaskState) -> None:
         """Tell it that the next batch went to `state` (one of the last ranking)."""
+        if self.strategy == "round-robin":
+            self.turn = self.states.index(state) + 1
+            return
         if not self._counted:
             return
         self.picks += 1

@@ -59,7 +59,7 @@ import math
 import numbers
 import time
 
-from .allocation import Allocation
+from .allocation import STRATEGIES, Allocation
 from .confirm import BUDGET_SHARE, TOP_K, candidates, confirm, plan, planned_seconds
 from .control import chain, place, recheck
 from .from_log import resume, transfer_records
@@ -100,13 +100,15 @@ class TaskScheduler:
     transfer: give a tuner that learns across workloads the log's results of the other
         workloads of its template (default True; see the module docstring).
     clock: what seconds are read from (default time.monotonic; tests give a fake one).
+    allocation: "gradient" (default) or "round-robin": how the batches are given out
+        (tuner/allocation.py).
     """
 
     def __init__(self, tasks, trials: int | None, measurer, db=None, tuner="xgb",
                  early_stopping: int | None = None, seed: int | None = None,
                  batch_size: int = 16, time_budget: float | None = None, on_batch=None,
                  callbacks=(), reconfirm: bool = False, weights=None, transfer: bool = True,
-                 clock=time.monotonic):
+                 clock=time.monotonic, allocation: str = "gradient"):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
@@ -133,7 +135,10 @@ class TaskScheduler:
         self.early_stopping, self.seed = early_stopping, seed
         self.batch_size, self.time_budget, self.on_batch = batch_size, time_budget, on_batch
         self.callbacks, self.reconfirm = tuple(callbacks), reconfirm
-        self.transfer, self.clock = transfer, clock
+        if allocation not in STRATEGIES:
+            raise ValueError(f"TaskScheduler: allocation must be one of "
+                             f"{', '.join(STRATEGIES)}, got {allocation!r}")
+        self.transfer, self.clock, self.allocation_strategy = transfer, clock, allocation
         self.states: list[TaskState] = []
         self.stop_reason: str | None = None   # why run() ended
         self.started = clock()
@@ -199,7 +204,8 @@ class TaskScheduler:
         self.started = self.clock()
         read: dict = {}  # the log's other workloads, read once for all tasks
         self.states = [self._start(tuner, read) for tuner in self.tuners]
-        self.allocation = Allocation(self.states, self.weights, self.batch_size)
+        self.allocation = Allocation(self.states, self.weights, self.batch_size,
+                                     self.allocation_strategy)
         try:
             self._measure_fallbacks()
             while self.stop_reason is None:

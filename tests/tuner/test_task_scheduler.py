@@ -144,10 +144,22 @@ def test_a_second_run_measures_no_config_twice(tmp_path):
             assert len(indices) == len(set(indices))
 
 
+def test_round_robin_gives_the_batches_in_turn_whatever_improves(tmp_path):
+    """The baseline the gradient is measured against: the same three tasks as above,
+    one batch each in turn, the flat one as many as the improving ones."""
+    improving_too = Task("matmul", (48, 48, 48))
+    scheduler, states, _, _ = run(tmp_path, [FLAT, IMPROVING, improving_too], 96,
+                                  FakeMeasurer(flat_for(FLAT)), allocation="round-robin",
+                                  weights=[1, 10, 100])
+    assert [s.done for s in states] == [32, 32, 32]
+    assert scheduler.stop_reason == "trials spent"
+
+
 def test_bad_arguments_are_value_errors(tmp_path):
     with records.Database(tmp_path / "t.db") as db:
         for kwargs, words in (({"tasks": []}, "no tasks"), ({"tasks": [FLAT, FLAT]}, "twice"),
-                              ({"tuner": "sa"}, "unknown tuner"), ({"trials": -1}, "trials")):
+                              ({"tuner": "sa"}, "unknown tuner"), ({"trials": -1}, "trials"),
+                              ({"allocation": "greedy"}, "allocation must be one of")):
             args = {"tasks": [FLAT], "trials": 8, "measurer": FakeMeasurer(), "db": db,
                     **kwargs}
             with pytest.raises(ValueError, match=words):

@@ -163,9 +163,13 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
 @click.option("--no-transfer", "no_transfer", is_flag=True,
               help="Start each task's XGB model from nothing, not from the log's records "
                    "of the other workloads of its template.")
+@click.option("--allocation", type=click.Choice(["gradient", "round-robin"]),
+              default="gradient", show_default=True,
+              help="How the batches are given out among the tasks: where the objective "
+                   "falls most per second (with a floor for tasks barely tried), or in turn.")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
          parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
-         external, flush_cache, no_transfer):
+         external, flush_cache, no_transfer, allocation):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -210,7 +214,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
                                       early_stopping=early_stopping, seed=seed,
                                       batch_size=batch_size, time_budget=time_budget,
-                                      weights=weights, transfer=not no_transfer)
+                                      weights=weights, transfer=not no_transfer,
+                                      allocation=allocation)
             progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
             scheduler.on_batch = progress.on_batch
             with _StopOnSignal(scheduler, progress) as stopper, progress:
