@@ -170,3 +170,20 @@ def test_a_dense_reads_its_weights_packed_in_panels_at_build_time(units, panel):
     assert weight.shape == (units // panel, 29, panel)
     p = weight.shape[0] - 1  # the last panel's third row: row p * panel + 2 of W
     np.testing.assert_array_equal(weight[p, :, 2], w[p * panel + 2])
+
+
+@pytest.mark.parametrize("target", ["llvm", "llvm -mcpu=haswell"])
+@pytest.mark.parametrize("c, size", [(32, 28), (24, 15)])
+def test_a_residual_block_by_winograd_matches_onnx_runtime(c, size, target):
+    """Its two 3x3 convolutions (14x14 and up) run by Winograd untuned, F(4x4) or F(2x2)
+    as the target allows, with their batch norm, residual add and relu inlined; blocks of
+    16 or 8 (24 channels); AVX2 code runs on an AVX-512 host too."""
+    m = residual(c, size)
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    with PassContext(opt_level=3):
+        lib = graph.build(mod, params=params, target=target)
+    got, = lib.run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
+    assert templates[:2] == ["conv2d_winograd_nchwc"] * 2
