@@ -91,3 +91,20 @@ def test_a_model_is_tuned_cold_and_an_operator_warm_unless_told(fake, tmp_path, 
     tune("net.onnx", "--tuner", "random", "--trials", 4, cwd=tmp_path)
     tune("net.onnx", "--tuner", "random", "--trials", 4, "--no-flush-cache", cwd=tmp_path)
     assert flushes == [False, True, True, False]
+
+
+def test_allocation_reaches_the_scheduler(fake, tmp_path, monkeypatch):
+    """`--allocation round-robin` (the baseline the default gradient is measured
+    against) reaches the TaskScheduler; a bad name is a usage error naming the choices."""
+    seen = []
+
+    def scheduler(*args, **kwargs):
+        seen.append(kwargs["allocation"])
+        return TaskScheduler(*args, clock=fake.clock, **kwargs)
+    monkeypatch.setattr(tune_cli, "TaskScheduler", scheduler)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--allocation",
+         "round-robin", cwd=tmp_path)
+    assert seen == ["gradient", "round-robin"]
+    bad = invoke("tune", "matmul", 16, 16, 16, "--allocation", "greedy", cwd=tmp_path)
+    assert bad.returncode == 2 and "'gradient', 'round-robin'" in bad.stderr
