@@ -114,13 +114,13 @@ def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
         s[acc].unroll(rx)
 
 
-def _unpack_data(x):
+def unpack_data(x):
     """(N, C/b, H, W, b) -> (N, C, H, W)."""
     n, cb, h, w, b = x.shape
     return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
 
 
-def _pack_out(out, block):
+def pack_out(out, block):
     """(N, K, OH, OW) -> (N, K/block, OH, OW, block)."""
     n, k, h, w = out.shape
     return out.reshape(n, k // block, block, h, w).transpose(0, 1, 3, 4, 2).copy()
@@ -132,9 +132,9 @@ def conv2d_nchwc_reference(inputs, N, C, H, W, K, R, S, stride, padding, ic_bloc
     data, kernel = inputs
     ob, ib, r, s_, bi, bo = kernel.shape
     oihw = kernel.transpose(0, 5, 1, 4, 2, 3).reshape(ob * bo, ib * bi, r, s_)
-    out = conv2d_nchw_reference([_unpack_data(data), oihw], N, C, H, W, K, R, S, stride,
+    out = conv2d_nchw_reference([unpack_data(data), oihw], N, C, H, W, K, R, S, stride,
                                 padding)
-    return _pack_out(out, oc_block)
+    return pack_out(out, oc_block)
 
 
 @template("conv2d_nchwc", reference=conv2d_nchwc_reference)
@@ -160,9 +160,9 @@ def depthwise_conv2d_nchwc_reference(inputs, N, C, H, W, R, S, stride, padding, 
     data, kernel = inputs
     cb, _, r, s_, _, b = kernel.shape
     chw = kernel[:, 0, :, :, 0, :].transpose(0, 3, 1, 2).reshape(cb * b, 1, r, s_)
-    out = depthwise_conv2d_nchw_reference([_unpack_data(data), chw], N, C, H, W, R, S,
+    out = depthwise_conv2d_nchw_reference([unpack_data(data), chw], N, C, H, W, R, S,
                                           stride, padding)
-    return _pack_out(out, block)
+    return pack_out(out, block)
 
 
 @template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference)

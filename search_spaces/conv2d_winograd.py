@@ -24,7 +24,7 @@ from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc as winograd_conv
                                           schedule_winograd,
                                           winograd_conv2d_reference, winograd_tiles)
 
-from .conv2d_nchwc import _pack_out, _unpack_data
+from .conv2d_nchwc import pack_out, unpack_data
 from .registry import template
 
 
@@ -49,8 +49,8 @@ def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc
     """numpy `conv2d_winograd_nchwc`: Winograd's formula on the unpacked data, in
     float64, packed (for weights that are a transform, the convolution by them)."""
     data, weight = inputs
-    out = winograd_conv2d_reference(_unpack_data(data), weight, tile_size, (padding,) * 4)
-    return _pack_out(out, oc_block)
+    out = winograd_conv2d_reference(unpack_data(data), weight, tile_size, (padding,) * 4)
+    return pack_out(out, oc_block)
 
 
 @template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference)

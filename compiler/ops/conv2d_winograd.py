@@ -22,12 +22,19 @@ block per value: 2 * alpha^2 * alpha FMAs per tile, not alpha^4, and the registe
 pass's row only); "bgemm", M[e, u, p, k] = sum_c V[e, u, p, c] U[e, u, k, c], tiled in
 registers like the direct kernel (rows of tiles by vectors of output channels, one
 broadcast of V feeding every vector); and the output transform Y = A^T M A, the anchor
-("conv2d_winograd", computed one output row of a tile at a time, so its accumulators are
-m vectors), into which the elementwise tail (bias, ReLU, a residual add) is inlined.
+("conv2d_winograd", computed a whole output tile at a time where the registers hold
+its m * m accumulators, else a row of m), into which the elementwise tail (bias, ReLU,
+a residual add) is inlined.
 
-The constant matrices are `if_then_else` chains on the unrolled loop indices: once a
-loop is unrolled the conditions are constants, and the products by 0 and 1 fold away
-(fast-math), which leaves the transforms' few additions.
+The constant matrices are `if_then_else` chains on the loop indices: once a loop is
+unrolled the conditions are constants, and the products by 0 and 1 fold away
+(fast-math), which leaves the transforms' few additions. A transform's row loop (e, or
+the output tile's rows) is therefore unrolled, and placed outside its parallel loop:
+alpha (or m) parallel loops of one row each. Unrolled inside, LLVM shared the loads of
+one tile among its rows and kept more values live than the registers hold (150-300
+vector moves to the stack per kernel); one row per loop spills none (haswell and
+skylake-avx512, F(2x2) and F(4x4) but haswell's F(4x4), see winograd_tile_size), at
+about 5% of the kernel's time.
 
 Measured on Zen 5 (AVX-512, 2 cores, blocks of 16), against the direct packed kernel's
 fallback (about 500 GFLOPS), one layer, cold caches: F(4x4, 3x3) 2.3-2.4x faster on
@@ -222,8 +229,8 @@ def default_winograd_tile(target: Target, out_channel_blocks: int, block: int) -
     """The bgemm tile an untuned kernel uses: two weight vectors per broadcast where the
     blocks allow (as the direct kernel's WEIGHT_VECTORS), then the most rows whose
     accumulators take at most half the registers. Measured on Zen 5 (AVX-512, ResNet's
-    64-channel 56x56 layer): 6 rows of 2 blocks of 16, 12 accumulators, ran the bgemm at
-    about 500 GFLOPS."""
+    64-channel 56x56 layer, 2 cores): 8 rows of 2 blocks of 16 (16 accumulators) ran the
+    whole kernel in 185-200 us, 6 or 7 rows within 5% of it, 4 rows 10% slower."""
     vectors = -(-block // target.vector_lanes)
     tiles = winograd_tiles(target, out_channel_blocks, block)
     half = [t for t in tiles if t[0] * t[1] * vectors <= target.vector_registers // 2] or tiles
@@ -256,7 +263,7 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     n, c, i = s[pad].op.axis[:3]
     s[pad].parallel(s[pad].fuse(n, c, i))
     s[pad].vectorize(s[pad].op.axis[4])
-    # V = B^T d B: per tile and channel block, a row of B^T d at a time
+    # V = B^T d B: per row e (a parallel loop each), tile and channel block
     e, u, p, c = s[packed].op.axis
     co, ci = s[packed].split(c, factor=x)
     s[packed].reorder(e, p, co, u, ci)
@@ -313,7 +320,7 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
 def schedule_conv2d_winograd_nchwc(out: Tensor, conv: Tensor, target=None) -> Schedule:
     """The schedule of the kernel computing `out` (`conv`, or its elementwise tail) from
     the Winograd convolution `conv` for `target` (default: the entered one, else the
-    host): its default_winograd_tile, one output row of a tile at a time."""
+    host): its default_winograd_tile and default_tile_rows."""
     s = create_schedule(out.op)
     _, kb, _, _, y = (int(d) for d in conv.shape)
     m = int(conv.op.input_tensors()[0].shape[0]) - 2
