@@ -13,7 +13,10 @@ Knobs:
   channel blocks (compiler.ops.conv2d_winograd.winograd_tiles: those that fit the
   target's registers), one broadcast of the transformed data feeding B weight vectors;
 - `tile_rows`: how many rows of an output tile the output transform computes at once
-  (1: m accumulators; m: the whole tile's m * m, where the registers hold them).
+  (1: m accumulators; m: the whole tile's m * m, where the registers hold them);
+- `rows_outer`: whether the transforms' row loops run outside their parallel loops (one
+  parallel loop per row, the fallback: nothing spills) or inside, tile by tile (fewer
+  parallel loops, but LLVM keeps a tile's loads live across its rows and spills).
 The fallback is compiler.ops.schedule_conv2d_winograd_nchwc's schedule.
 """
 from __future__ import annotations
@@ -35,13 +38,15 @@ def _define_knobs(cfg, m: int, out_blocks: int, block: int) -> None:
     rows, blocks = default_winograd_tile(target, out_blocks, block)
     cfg.define_knob("bgemm_tile", [f"{r}x{b}" for r, b in tiles], fallback=f"{rows}x{blocks}")
     cfg.define_knob("tile_rows", [1, m], fallback=default_tile_rows(target, m, block))
+    cfg.define_knob("rows_outer", [1, 0])
 
 
 def schedule_conv2d_winograd(cfg, s, conv, out) -> None:
     """Schedule the Winograd convolution `conv` by `cfg` in a kernel whose output is `out`
     (`conv`, or its elementwise tail)."""
     rows, blocks = (int(v) for v in cfg["bgemm_tile"].val.split("x"))
-    schedule_winograd(s, out, conv, rows, blocks, cfg["tile_rows"].val)
+    schedule_winograd(s, out, conv, rows, blocks, cfg["tile_rows"].val,
+                      bool(cfg["rows_outer"].val))
 
 
 def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc_block,

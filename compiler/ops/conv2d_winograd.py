@@ -247,11 +247,13 @@ def default_tile_rows(target: Target, m: int, block: int) -> int:
 
 
 def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks: int,
-                      tile_rows: int = 1) -> None:
+                      tile_rows: int = 1, rows_outer: bool = True) -> None:
     """Schedule the Winograd kernel whose anchor is `conv` and whose output is `out`
     (`conv`, or its inlined elementwise tail): the bgemm's register tile `rows` input
     tiles by `blocks` output-channel blocks, the output transform computed `tile_rows`
-    rows of a tile at a time (1 or the tile size); see the module docstring."""
+    rows of a tile at a time (1 or the tile size); `rows_outer`: the transforms' row
+    loops outside their parallel loops (one parallel loop per row: no spills), else
+    inside, per tile (fewer parallel loops; see the module docstring)."""
     bgemm = conv.op.input_tensors()[0]
     packed, _ = bgemm.op.input_tensors()
     (rows_stage,) = packed.op.input_tensors()
@@ -266,7 +268,7 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     # V = B^T d B: per row e (a parallel loop each), tile and channel block
     e, u, p, c = s[packed].op.axis
     co, ci = s[packed].split(c, factor=x)
-    s[packed].reorder(e, p, co, u, ci)
+    s[packed].reorder(*([e, p, co] if rows_outer else [p, co, e]), u, ci)
     pc = s[packed].fuse(p, co)
     s[packed].parallel(pc)
     s[packed].unroll(e)  # the matrices' entries are constants only in unrolled loops
@@ -304,12 +306,15 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     io, ii = o.split(i, factor=m)
     jo, ji = o.split(j, factor=m)
     iio, iii = o.split(ii, factor=tile_rows)
-    o.reorder(iio, n, k, io, jo, iii, ji, v)
+    if rows_outer:
+        o.reorder(iio, n, k, io, jo, iii, ji, v)
+    else:
+        o.reorder(n, k, io, jo, iio, iii, ji, v)
     o.parallel(o.fuse(n, k, io))
     o.unroll(iio)
     o.unroll(ji)
     o.vectorize(v)
-    s[out_acc].compute_at(o, jo)
+    s[out_acc].compute_at(o, jo if rows_outer else iio)
     an, ak, ai, aj, av = s[out_acc].op.axis
     s[out_acc].reorder(*s[out_acc].op.reduce_axis, an, ak, ai, aj, av)
     for axis in (*s[out_acc].op.reduce_axis, ai, aj):
