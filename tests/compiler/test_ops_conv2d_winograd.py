@@ -48,8 +48,8 @@ CASES = [  # n, c, h, w, k, m, padding, x, y
 ]
 
 
-@pytest.mark.parametrize("n, c, h, w, k, m, padding, x, y", CASES)
-@pytest.mark.parametrize("tail", [False, True])
+@pytest.mark.parametrize("n, c, h, w, k, m, padding, x, y, tail",
+                         [(*case, i % 2 == 1) for i, case in enumerate(CASES)])
 def test_winograd_matches_the_direct_convolution(n, c, h, w, k, m, padding, x, y, tail):
     f, shape = build(n, c, h, w, k, m, padding, x, y, tail=tail)
     data = rng.standard_normal((n, c, h, w))

@@ -87,15 +87,14 @@ def test_registered_templates():
         assert name in names
 
 
-@pytest.mark.parametrize("args", [(1, 16, 13, 7, 24, 1, 8, 8, 4), (2, 32, 9, 14, 16, 0, 16, 16, 2),
-                                  (1, 16, 37, 37, 32, 1, 16, 16, 4)])
+@pytest.mark.parametrize("args", [(1, 16, 13, 7, 24, 1, 8, 8, 4), (2, 32, 9, 14, 16, 0, 16, 16, 2)])
 def test_conv2d_winograd_nchwc(args):
-    """Every sampled config (register tiles, rows of the output tile, the transforms'
+    """Sampled configs (register tiles, rows of the output tile, the transforms'
     row loops in or out) on odd sizes, against Winograd's formula on the same (random)
     transformed weights; tests/compiler/test_ops_conv2d_winograd.py checks the formula
     against a direct convolution."""
     reference = search_spaces.get_template("conv2d_winograd_nchwc").reference
-    for cfg, ins, out in _run("conv2d_winograd_nchwc", args, sum(args), 8):
+    for cfg, ins, out in _run("conv2d_winograd_nchwc", args, sum(args), 4):
         want = reference(ins, *args)  # F(4x4) sums terms up to 100x the result: float32's
         np.testing.assert_allclose(out, want, rtol=1e-4,  # error scales with the largest
                                    atol=1e-5 * np.abs(want).max(), err_msg=str(cfg))
