@@ -83,10 +83,7 @@ def test_the_build_takes_the_faster_logged_implementation_of_a_convolution(tmp_p
     faster (or only it is logged); the model computes right either way."""
     log(tmp_path / "tune.db", times)
     fn = model()
-    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET), PassContext(opt_level=3), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", FallbackWarning)
-        lib = graph.build(graph.IRModule.from_expr(fn))
+    lib = build_logged(tmp_path / "tune.db", fn)
     templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
     assert [t for t in templates if t in NCHW_TEMPLATES] == nchw
     assert len(templates) == 2
@@ -95,6 +92,15 @@ def test_the_build_takes_the_faster_logged_implementation_of_a_convolution(tmp_p
 
 
 NCHW_TEMPLATES = ("conv2d_nchw", "depthwise_conv2d_nchw")
+
+
+def build_logged(path, fn):
+    """`fn` built at opt_level 3 inside ApplyHistoryBest of the log at `path` (for
+    TARGET), the warnings of workloads it does not log silenced."""
+    with ApplyHistoryBest(path, target=TARGET), PassContext(opt_level=3), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        return graph.build(graph.IRModule.from_expr(fn))
 
 
 SAME_CPU = "llvm -mcpu=skylake-avx512 -mattr=+avx512f -num-cores=2"  # TARGET's CPU

@@ -1,16 +1,12 @@
 """A 3x3, stride 1 convolution has two packed forms, Winograd's and the direct kernel:
 untuned it runs by Winograd, and inside ApplyHistoryBest the build takes the faster
 logged one (or the only one logged), the model computing right either way."""
-import warnings
-
 import numpy as np
 import pytest
 
 from compiler import graph
 from compiler.graph.reference import evaluate
-from compiler.transform.pass_infra import PassContext
-from records.apply_history_best import ApplyHistoryBest, FallbackWarning
-from test_packed_history_best import TARGET, log
+from test_packed_history_best import build_logged, log
 
 WINOGRAD = ("conv2d_winograd_nchwc", (1, 16, 14, 14, 16, 1, 16, 16, 2))
 DIRECT = ("conv2d_nchwc", (1, 16, 14, 14, 16, 3, 3, 1, 1, 16, 16))
@@ -34,10 +30,7 @@ def test_the_build_takes_the_faster_logged_form_of_a_3x3_convolution(tmp_path, t
                                                                      template):
     log(tmp_path / "tune.db", times)
     fn = model()
-    with ApplyHistoryBest(tmp_path / "tune.db", target=TARGET), PassContext(opt_level=3), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", FallbackWarning)
-        lib = graph.build(graph.IRModule.from_expr(fn))
+    lib = build_logged(tmp_path / "tune.db", fn)
     infos = [s["info"] for s in lib.plan["steps"] if s["info"]["template"]]
     assert [i["template"] for i in infos] == [template]
     assert ("record" in infos[0]) == any(n == template for n, _ in times)
