@@ -182,10 +182,7 @@ class LayoutContext(ExprMutator):
         news = [fn(dict(call.attrs), nchw, types, call.ty) for fn in fns]
         if not all(isinstance(n, Call) for n in news) or news[0].attrs == news[1].attrs:
             return False
-        forms = _typed_forms(nchw, types, news)
-        chosen = choose_implementation(forms, applies=False).candidate
-        return chosen.workload is not None and \
-            chosen.workload in {c.workload for c in candidates(forms[0])}
+        return _first_form_chosen(_typed_forms(nchw, types, news)) is True
 
     def rewrite_call(self, call: Call) -> Expr:
         out = self._rewrite(call)
@@ -297,11 +294,18 @@ def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
     them (with no record, the altered form). Nothing is applied here: lowering asks
     again for the form that stays."""
     original = Call(call.op, tuple(nchw), call.attrs)
-    forms = _typed_forms(nchw, types, [new, original])
-    chosen = choose_implementation(forms, applies=False).candidate
     # the chosen candidate is one of the two forms': the original's unless the altered has it
-    return chosen.workload is not None and \
-        chosen.workload not in {c.workload for c in candidates(forms[0])}
+    return _first_form_chosen(_typed_forms(nchw, types, [new, original])) is False
+
+
+def _first_form_chosen(forms: list[Call]) -> bool | None:
+    """Whether the chooser's choice among the typed `forms` is a candidate of the first
+    (True) or of another (False); None when it is an op's own default schedule, which
+    every form has."""
+    chosen = choose_implementation(forms, applies=False).candidate
+    if chosen.workload is None:
+        return None
+    return chosen.workload in {c.workload for c in candidates(forms[0])}
 
 
 def _typed_forms(nchw: list, types: list, news: list[Call]) -> list[Call]:
