@@ -16,7 +16,11 @@ Knobs:
   (1: m accumulators; m: the whole tile's m * m, where the registers hold them);
 - `rows_outer`: whether the transforms' row loops run outside their parallel loops (one
   parallel loop per row, the fallback: nothing spills) or inside, tile by tile (fewer
-  parallel loops, but LLVM keeps a tile's loads live across its rows and spills).
+  parallel loops, but LLVM keeps a tile's loads live across its rows and spills);
+- `block_rows`: 0, each stage computed whole, in parallel; or 1 or 2 rows of output tiles
+  per block, the blocks in parallel, each transformed, multiplied and transformed back
+  in one go, so that its transformed data and products stay in the core's cache (the
+  weights' transform is reread by every block: faster where it fits in L2 too).
 The fallback is compiler.ops.schedule_conv2d_winograd_nchwc's schedule.
 """
 from __future__ import annotations
@@ -39,6 +43,7 @@ def _define_knobs(cfg, m: int, out_blocks: int, block: int) -> None:
     cfg.define_knob("bgemm_tile", [f"{r}x{b}" for r, b in tiles], fallback=f"{rows}x{blocks}")
     cfg.define_knob("tile_rows", [1, m], fallback=default_tile_rows(target, m, block))
     cfg.define_knob("rows_outer", [1, 0])
+    cfg.define_knob("block_rows", [0, 1, 2])
 
 
 def schedule_conv2d_winograd(cfg, s, conv, out) -> None:
@@ -46,7 +51,7 @@ def schedule_conv2d_winograd(cfg, s, conv, out) -> None:
     (`conv`, or its elementwise tail)."""
     rows, blocks = (int(v) for v in cfg["bgemm_tile"].val.split("x"))
     schedule_winograd(s, out, conv, rows, blocks, cfg["tile_rows"].val,
-                      bool(cfg["rows_outer"].val))
+                      bool(cfg["rows_outer"].val), cfg["block_rows"].val)
 
 
 def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc_block,

@@ -233,7 +233,14 @@ class CodeGenLLVM:
         self._begin(chunk_fn)
         self.env = dict(zip(used_vars, chunk_fn.args))
         self.bufs = dict(zip(used_bufs, chunk_fn.args[len(used_vars):len(values)]))
-        self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], loop.body)
+        body, hoisted = _hoist_allocations(loop.body)
+
+        def nest(bufs):
+            if bufs:
+                self._allocate(bufs[0], lambda: nest(bufs[1:]))
+            else:
+                self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], body)
+        nest(hoisted)
         self.builder.ret(I32(0))
         self.in_parallel = False
         self.fn, self.entry, self.builder, self.env, self.bufs = outer
@@ -253,13 +260,15 @@ class CodeGenLLVM:
         self._fail_if(b.icmp_signed("!=", rc, I32(0)), rc)
 
     def _allocate(self, buf, body) -> None:
+        """`buf` allocated around `body`, a statement or a function emitting the code."""
+        emit = body if callable(body) else (lambda: self.stmt(body))
         elems = buf.elements
         size = elem_bytes(buf.dtype) * elems.value if isinstance(elems, E.IntImm) else None
         outer = self.bufs.get(buf)
         if size is not None and size <= STACK_LIMIT:
             array = ir.ArrayType(llvm_type(buf.dtype, memory=True), elems.value)
             self.bufs[buf] = self._alloca(array, buf.name)
-            self.stmt(body)
+            emit()
         else:
             b = self.builder
             n = (I64(elems.value) if isinstance(elems, E.IntImm)
@@ -272,7 +281,7 @@ class CodeGenLLVM:
             ptr = b.call(declare(self.module, "aligned_alloc", PTR, [I64, I64]), [I64(64), nbytes])
             self._fail_if(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), I32(-1))
             self.bufs[buf] = ptr
-            self.stmt(body)
+            emit()
             self.builder.call(declare(self.module, "free", ir.VoidType(), [PTR]), [ptr])
         if outer is None:
             del self.bufs[buf]
@@ -394,6 +403,25 @@ class CodeGenLLVM:
         phi.add_incoming(tv, t_end)
         phi.add_incoming(fv, f_end)
         return phi
+
+
+def _hoist_allocations(body) -> tuple:
+    """`body` of a parallel loop without the allocations of a constant size it makes
+    outside any inner loop (the stages computed at this loop: a block's transformed data
+    and products), and those buffers: the task allocates them once, before its
+    iterations, which reuse them. No allocator call is left inside the loop, around which
+    the vector constants the loop keeps in registers would be saved to the stack."""
+    hoisted = []
+
+    def strip(st):
+        match st:
+            case Allocate(buffer=buf, body=inner) if isinstance(buf.elements, E.IntImm):
+                hoisted.append(buf)
+                return strip(inner)
+            case SeqStmt(seq=seq):
+                return SeqStmt(tuple(strip(x) for x in seq))
+        return st
+    return strip(body), hoisted
 
 
 __all__ = ["CodeGenLLVM", "STACK_LIMIT"]

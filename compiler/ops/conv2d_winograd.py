@@ -15,7 +15,7 @@ model is built (winograd_weight_transform: the weights are constants), into the 
 U[alpha, alpha, K/y, C, y] (alpha = m + 2) whose innermost y output channels are the
 vector the bgemm accumulates, as the direct packed kernel's (conv2d_nchwc.py).
 
-Stages of the kernel, each computed whole (the bgemm needs every tile of every channel):
+Stages of the kernel, each computed whole or a block of output tile rows at a time:
 the padded input ("pad", rows and columns to a whole number of tiles), inlined into the
 loads of a tile (a border test per load instead of a parallel pass that writes and
 rereads the input: 3-7% of ResNet's Winograd kernels on Zen 5); "data_pack_rows"
@@ -27,6 +27,17 @@ broadcast of V feeding every vector); and the output transform Y = A^T M A, the 
 ("conv2d_winograd", computed a whole output tile at a time where the registers hold
 its m * m accumulators, else a row of m), into which the elementwise tail (bias, ReLU,
 a residual add) is inlined.
+
+Whole, each stage is its own parallel loop and the transformed data V and products M
+(1.8 MB each on ResNet's 64-channel 56x56 layer) pass between the cores' caches and L3.
+By blocks (`block_rows` rows of output tiles), one parallel loop runs the three stages
+on one block at a time, so its V and M (130 KB for a row of 14 tiles) stay in the core's
+L2; every block rereads the transformed weights, which is cheap only while they fit in
+L2 too. Measured on Zen 5, by blocks of one row: the 64-channel 56x56 layer 180 us
+against 196 whole (weights 590 KB), the 128-channel 28x28 one 7% slower (2.4 MB), the
+256-channel 14x14 one 10% slower. A tuning knob, not the fallback: with the blocks' loop
+around all three stages, LLVM keeps one of the transforms' constant vectors on the stack
+(a reload per block, but the fallback must move no vector to the stack at all).
 
 The constant matrices are `if_then_else` chains on the loop indices: once a loop is
 unrolled the conditions are constants, and the products by 0 and 1 fold away
@@ -249,13 +260,16 @@ def default_tile_rows(target: Target, m: int, block: int) -> int:
 
 
 def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks: int,
-                      tile_rows: int = 1, rows_outer: bool = True) -> None:
+                      tile_rows: int = 1, rows_outer: bool = True,
+                      block_rows: int = 0) -> None:
     """Schedule the Winograd kernel whose anchor is `conv` and whose output is `out`
     (`conv`, or its inlined elementwise tail): the bgemm's register tile `rows` input
     tiles by `blocks` output-channel blocks, the output transform computed `tile_rows`
     rows of a tile at a time (1 or the tile size); `rows_outer`: the transforms' row
-    loops outside their parallel loops (one parallel loop per row: no spills), else
-    inside, per tile (fewer parallel loops; see the module docstring)."""
+    loops outside their tile loops (no spills), else inside, per tile; `block_rows`: 0,
+    each stage whole, in parallel (with `rows_outer`, one parallel loop per row), or the
+    rows of output tiles per block, one parallel loop over the blocks that transforms,
+    multiplies and transforms back a block at a time (module docstring)."""
     bgemm = conv.op.input_tensors()[0]
     packed, _ = bgemm.op.input_tensors()
     (rows_stage,) = packed.op.input_tensors()
@@ -265,12 +279,66 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     x = int(pad.shape[4])
     # the padding is read where a tile is loaded (module docstring: no parallel pass)
     s[pad].compute_inline()
-    # V = B^T d B: per row e (a parallel loop each), tile and channel block
+    # Y = A^T M A, with the tail, tile by tile
+    if out is conv:
+        out_acc = s.cache_write(out, "local")
+    else:
+        inline_tail(s, out, conv)
+        out_acc = conv
+    o = s[out]
+    n, k, i, j, v = o.op.axis
+    if block_rows:
+        ib, i = o.split(i, factor=m * block_rows)
+    io, ii = o.split(i, factor=m)
+    jo, ji = o.split(j, factor=m)
+    iio, iii = o.split(ii, factor=tile_rows)
+    tile = [io, jo]
+    inner = [iio, *tile] if rows_outer else [*tile, iio]
+    if block_rows:
+        o.reorder(n, ib, k, *inner, iii, ji, v)
+        at = o.fuse(n, ib)
+    elif rows_outer:
+        o.reorder(iio, n, k, io, jo, iii, ji, v)
+        at = o.fuse(n, k, io)
+    else:
+        o.reorder(n, k, io, jo, iio, iii, ji, v)
+        at = o.fuse(n, k, io)
+    o.parallel(at)
+    o.unroll(iio)
+    o.unroll(ji)
+    o.vectorize(v)
+    s[out_acc].compute_at(o, inner[-1])
+    an, ak, ai, aj, av = s[out_acc].op.axis
+    s[out_acc].reorder(*s[out_acc].op.reduce_axis, an, ak, ai, aj, av)
+    for axis in (*s[out_acc].op.reduce_axis, ai, aj):
+        s[out_acc].unroll(axis)
+    s[out_acc].vectorize(av)
+    # M, a register tile of rows x blocks vectors of output channels
+    acc = s.cache_write(bgemm, "local")
+    e, u, p, k, v = s[bgemm].op.axis
+    ko, ki = s[bgemm].split(k, factor=blocks)
+    po, pi = s[bgemm].split(p, factor=rows)
+    s[bgemm].reorder(e, u, ko, po, pi, ki, v)
+    if block_rows:
+        s[bgemm].compute_at(o, at)
+    else:
+        s[bgemm].parallel(s[bgemm].fuse(e, u, ko))
+    s[bgemm].vectorize(v)
+    s[acc].compute_at(s[bgemm], po)
+    ae, au, ap, ak, av = s[acc].op.axis
+    s[acc].reorder(*s[acc].op.reduce_axis, ae, au, ap, ak, av)
+    s[acc].unroll(ap)
+    s[acc].unroll(ak)
+    s[acc].vectorize(av)
+    # V = B^T d B, per row e, tile and channel block
     e, u, p, c = s[packed].op.axis
     co, ci = s[packed].split(c, factor=x)
     s[packed].reorder(*([e, p, co] if rows_outer else [p, co, e]), u, ci)
     pc = s[packed].fuse(p, co)
-    s[packed].parallel(pc)
+    if block_rows:
+        s[packed].compute_at(o, at)
+    else:
+        s[packed].parallel(pc)
     s[packed].unroll(e)  # the matrices' entries are constants only in unrolled loops
     s[packed].unroll(u)
     s[packed].unroll(s[packed].op.reduce_axis[0])
@@ -281,51 +349,12 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     for axis in (rcol, *s[rows_stage].op.reduce_axis):
         s[rows_stage].unroll(axis)
     s[rows_stage].vectorize(rc)
-    # the bgemm, a register tile of rows x blocks vectors of output channels
-    acc = s.cache_write(bgemm, "local")
-    e, u, p, k, v = s[bgemm].op.axis
-    ko, ki = s[bgemm].split(k, factor=blocks)
-    po, pi = s[bgemm].split(p, factor=rows)
-    s[bgemm].reorder(e, u, ko, po, pi, ki, v)
-    s[bgemm].parallel(s[bgemm].fuse(e, u, ko))
-    s[bgemm].vectorize(v)
-    s[acc].compute_at(s[bgemm], po)
-    ae, au, ap, ak, av = s[acc].op.axis
-    s[acc].reorder(*s[acc].op.reduce_axis, ae, au, ap, ak, av)
-    s[acc].unroll(ap)
-    s[acc].unroll(ak)
-    s[acc].vectorize(av)
-    # Y = A^T M A, with the tail, tile by tile
-    if out is conv:
-        out_acc = s.cache_write(out, "local")
-    else:
-        inline_tail(s, out, conv)
-        out_acc = conv
-    o = s[out]
-    n, k, i, j, v = o.op.axis
-    io, ii = o.split(i, factor=m)
-    jo, ji = o.split(j, factor=m)
-    iio, iii = o.split(ii, factor=tile_rows)
-    if rows_outer:
-        o.reorder(iio, n, k, io, jo, iii, ji, v)
-    else:
-        o.reorder(n, k, io, jo, iio, iii, ji, v)
-    o.parallel(o.fuse(n, k, io))
-    o.unroll(iio)
-    o.unroll(ji)
-    o.vectorize(v)
-    s[out_acc].compute_at(o, jo if rows_outer else iio)
-    an, ak, ai, aj, av = s[out_acc].op.axis
-    s[out_acc].reorder(*s[out_acc].op.reduce_axis, an, ak, ai, aj, av)
-    for axis in (*s[out_acc].op.reduce_axis, ai, aj):
-        s[out_acc].unroll(axis)
-    s[out_acc].vectorize(av)
 
 
 def schedule_conv2d_winograd_nchwc(out: Tensor, conv: Tensor, target=None) -> Schedule:
     """The schedule of the kernel computing `out` (`conv`, or its elementwise tail) from
     the Winograd convolution `conv` for `target` (default: the entered one, else the
-    host): its default_winograd_tile and default_tile_rows."""
+    host): its default_winograd_tile and default_tile_rows, each stage whole."""
     s = create_schedule(out.op)
     _, kb, _, _, y = (int(d) for d in conv.shape)
     m = int(conv.op.input_tensors()[0].shape[0]) - 2

@@ -2,7 +2,8 @@
 direct convolution, on odd sizes (tiles cut by the edge), asymmetric padding, several
 images, blocks of 8 and 16 that differ between input and output, with its default
 schedule (built for the host and compiled for haswell and skylake-avx512) and an
-elementwise tail; the numpy Winograd formula agrees; bad weights name the operator."""
+elementwise tail, and with each stage whole or by blocks of tile rows; the numpy
+Winograd formula agrees; bad weights name the operator."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,8 @@ import compiler
 from compiler import te
 from compiler.ops import OpError
 from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc, schedule_conv2d_winograd_nchwc,
-                                          winograd_conv2d_reference, winograd_tile_size,
-                                          winograd_weight_transform)
+                                          schedule_winograd, winograd_conv2d_reference,
+                                          winograd_tile_size, winograd_weight_transform)
 from test_ops_conv2d import conv_ref
 
 rng = np.random.default_rng(11)
@@ -64,6 +65,23 @@ def test_winograd_matches_the_direct_convolution(n, c, h, w, k, m, padding, x, y
     formula = winograd_conv2d_reference(data, u, m, padding)
     np.testing.assert_allclose(formula, conv_ref(data, weight, (1, 1), padding, (1, 1)),
                                rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("rows_outer, block_rows", [(True, 0), (False, 2), (True, 3)])
+def test_whole_stages_and_blocks_of_tile_rows_agree(rows_outer, block_rows):
+    # 13 output rows: 4 tiles of 4, the last block of 3 rows (block_rows 2) cut short
+    n, c, h, w, k, m = 1, 16, 13, 11, 32, 4
+    data = te.placeholder((n, c // 8, h, w, 8), name="data")
+    weight = te.placeholder((m + 2, m + 2, k // 16, c, 16), name="weight")
+    conv = conv2d_winograd_nchwc(data, weight, m, (1, 1, 1, 1))
+    s = te.create_schedule(conv.op)
+    schedule_winograd(s, conv, conv, 3, 1, 1, rows_outer, block_rows)
+    f = compiler.build(s, [data, weight, conv])
+    x, g = rng.standard_normal((n, c, h, w)), rng.standard_normal((k, c, 3, 3))
+    out = np.zeros([int(d) for d in conv.shape], "float32")
+    f(pack(x.astype("float32"), 8), winograd_weight_transform(g, m, 16), out)
+    want = conv_ref(x, g, (1, 1), (1, 1, 1, 1), (1, 1))
+    np.testing.assert_allclose(unpack(out), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("target", ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"])
