@@ -67,10 +67,11 @@ def test_winograd_matches_the_direct_convolution(n, c, h, w, k, m, padding, x, y
                                rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("rows_outer, block_rows", [(True, 0), (False, 2), (True, 3)])
-def test_whole_stages_and_blocks_of_tile_rows_agree(rows_outer, block_rows):
-    # 13 output rows: 4 tiles of 4, the last block of 3 rows (block_rows 2) cut short
-    n, c, h, w, k, m = 1, 16, 13, 11, 32, 4
+@pytest.mark.parametrize("rows_outer, block_rows", [(False, 2), (True, 3)])
+def test_blocks_of_tile_rows_compute_the_convolution(rows_outer, block_rows):
+    # 13 output rows: 7 rows of tiles of 2, the last cut by the edge, in blocks of 2 or 3
+    # rows (the last block of one row); F(2x2): F(4x4) takes seconds more to compile
+    n, c, h, w, k, m = 1, 16, 13, 11, 32, 2
     data = te.placeholder((n, c // 8, h, w, 8), name="data")
     weight = te.placeholder((m + 2, m + 2, k // 16, c, 16), name="weight")
     conv = conv2d_winograd_nchwc(data, weight, m, (1, 1, 1, 1))
