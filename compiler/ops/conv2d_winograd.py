@@ -330,13 +330,20 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     s[acc].unroll(ap)
     s[acc].unroll(ak)
     s[acc].vectorize(av)
-    # V = B^T d B, per row e, tile and channel block
+    _schedule_data_pack(s, packed, x, rows_outer, (o, at) if block_rows else None)
+
+
+def _schedule_data_pack(s: Schedule, packed: Tensor, x: int, rows_outer: bool, at) -> None:
+    """V = B^T d B per row e, tile and channel block of `x` lanes (rows `e` outside the
+    tiles with `rows_outer`), computed at `at` ((stage, loop): a block of the output) or,
+    for None, whole in parallel; its first pass computed per tile and channel block."""
+    (rows_stage,) = packed.op.input_tensors()
     e, u, p, c = s[packed].op.axis
     co, ci = s[packed].split(c, factor=x)
     s[packed].reorder(*([e, p, co] if rows_outer else [p, co, e]), u, ci)
     pc = s[packed].fuse(p, co)
-    if block_rows:
-        s[packed].compute_at(o, at)
+    if at is not None:
+        s[packed].compute_at(*at)
     else:
         s[packed].parallel(pc)
     s[packed].unroll(e)  # the matrices' entries are constants only in unrolled loops
