@@ -292,17 +292,14 @@ def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks:
     io, ii = o.split(i, factor=m)
     jo, ji = o.split(j, factor=m)
     iio, iii = o.split(ii, factor=tile_rows)
-    tile = [io, jo]
-    inner = [iio, *tile] if rows_outer else [*tile, iio]
+    inner = [iio, io, jo] if rows_outer else [io, jo, iio]
     if block_rows:
         o.reorder(n, ib, k, *inner, iii, ji, v)
-        at = o.fuse(n, ib)
-    elif rows_outer:
+    elif rows_outer:  # the row loop outside the parallel one
         o.reorder(iio, n, k, io, jo, iii, ji, v)
-        at = o.fuse(n, k, io)
     else:
-        o.reorder(n, k, io, jo, iio, iii, ji, v)
-        at = o.fuse(n, k, io)
+        o.reorder(n, k, *inner, iii, ji, v)
+    at = o.fuse(n, ib) if block_rows else o.fuse(n, k, io)
     o.parallel(at)
     o.unroll(iio)
     o.unroll(ji)
