@@ -8,9 +8,9 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
         states = scheduler.run()
 
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
-measurer measures them bracketed by the task's control (its best so far, the fallback
-until there is one, timed first and last: tuner/control.py), their costs are chained to
-the task's scale (the candidates that beat the control are timed once more beside it),
+measurer measures them bracketed by the task's control (its untuned fallback, timed
+first and last: tuner/control.py), their costs are put on the task's scale (the
+candidates that would become the best are timed once more beside the control),
 the tuner learns from them (`update`), the batch is logged as one transaction (the
 control's timings as records of role "control"), then the callbacks run. Per task the
 loop keeps the trials done, the best-so-far curve, the errors and why the task left the
@@ -339,15 +339,16 @@ class TaskScheduler:
         configs = tuner.next_batch(n)
         if configs:
             tuner.visited.update(c.index for c in configs)  # in flight: never proposed again
-            control = tuner.best_config if tuner.best_config is not None \
-                else tuner.space.fallback()
+            control, scaled = _control(state)
             inputs, at = place([MeasureInput(state.task, c) for c in configs],
                                MeasureInput(state.task, control))
             self.in_flight = state
             results = self.measurer.measure(inputs)
-            scaled = state.best_cost if tuner.best_config is not None else None
             results, state.factor = chain(results, at, scaled, state.factor)
-            results = recheck(inputs, results, self.measurer)
+            if scaled is None and control.index == tuner.space.fallback().index:
+                # the fallback anchored the scale (a run without a log): its cost on it
+                state.fallback_cost = _control_cost(results, at)
+            results = recheck(inputs, results, self.measurer, before)
             self.in_flight = None
             roles = ["control", *["trial"] * len(configs), "control"]
             self._learn(state, inputs, results, roles)
@@ -439,6 +440,26 @@ def _checked_weights(weights, n: int) -> list[float] | None:
         raise ValueError(f"TaskScheduler: weights must be {n} positive "
                          f"numbers, one per task, got {weights!r}")
     return [float(w) for w in weights]
+
+
+def _control(state: TaskState) -> tuple:
+    """The config that brackets a batch of `state`'s task and its cost on the task's
+    scale (None: its timing anchors the scale now). The untuned fallback once it has a
+    cost on the scale, so that every result of the task is one ratio away from it and
+    no link of noise is added when the best improves (tuner/control.py); the best so far
+    when the fallback failed to measure; the fallback, anchoring, before anything."""
+    tuner = state.tuner
+    if state.fallback_cost is not None:
+        return tuner.space.fallback(), state.fallback_cost
+    if tuner.best_config is not None:
+        return tuner.best_config, tuner.best_cost
+    return tuner.space.fallback(), None
+
+
+def _control_cost(results: list, at: tuple) -> float | None:
+    """The control's cost on the scale when it anchored it: its faster timing."""
+    times = [results[i].mean_cost for i in at if results[i].ok]
+    return min(times) if times else None
 
 
 def _fallback_cost(tuner: Tuner) -> float | None:

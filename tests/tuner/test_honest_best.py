@@ -6,6 +6,7 @@ before confirmation is confirmed later; a confirmed log is resumed without measu
 anything twice."""
 from __future__ import annotations
 
+import random
 import warnings
 
 import pytest
@@ -78,6 +79,20 @@ def test_the_first_control_anchors_the_scale_and_a_failed_one_keeps_the_last_fac
     assert out[0] is failed and out[0].cost == float("inf")
     out, factor = chain([failed, result(3.0), result(1.5)], (0, 2), 3.0, factor=0.5)
     assert factor == 2.0 and out[1].ratio == 2.0  # the one timing of the control counts
+
+
+def test_equal_configs_timed_with_noise_never_drift_below_one_ratio_of_the_fallback(tmp_path):
+    # every config truly costs 1.0; each timing is off by up to 5% either way. The best
+    # of 160 noisy ratios is a lucky one, but one ratio away from the fallback at most:
+    # a control that followed the best would add a lucky ratio with every new best
+    rng = random.Random(0)
+    measurer = FakeMeasurer(lambda config: rng.uniform(0.95, 1.05))
+    with records.Database(tmp_path / "tune.db") as db:
+        state, = scheduler(db, measurer, 160).run()
+    controls = {b[0] for b in measurer.batch_indices[1:]} | \
+        {b[-1] for b in measurer.batch_indices[1:]}
+    assert controls == {FALLBACK}
+    assert state.best_cost >= state.fallback_cost * 0.95 / 1.05
 
 
 # ---------------------------------------------------------------------- drift
