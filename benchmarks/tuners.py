@@ -4,14 +4,16 @@ XGB reach what random search finds in --trials trials in at most half of them?
 For each task and tuner, over the seeds, one TaskScheduler run of --trials trials (a
 log of its own, so the fallback config is measured first and nothing is transferred)
 gives the best speedup over the untuned fallback after every batch. Speedups, not
-GFLOPS: a run's costs are on its own scale, chained to its fallback's timing
+GFLOPS: a run's costs are on its own scale, ratios to its fallback timed in every batch
 (tuner/control.py), which takes out the host's drift between runs; GFLOPS of runs taken
 minutes apart on a shared host do not compare.
 
-Per task it prints the median speedup over the seeds after 32, 64, 128, 256 trials, and
-the answer: random's best is the median over seeds of its best after --trials; xgb
-reaches it after the median over seeds of the trials it needed (a seed that never did
-counts as more than --trials); "yes" when that is at most half of --trials.
+Per task it prints the median speedup over the seeds after 32, 64, 128, 256 trials (and
+each seed's last), and the answer: random's best is the median over seeds of its best
+after --trials; xgb reaches it after the median over seeds of the trials it needed (a
+seed that never did counts as more than --trials); "yes" when that is at most half of
+--trials. Where no tuner beats the fallback (a flat space whose fallback is its best),
+the target is 1.00x and the answer says only that XGB lost nothing.
 With --tolerance (default 0.03) it also answers for a best within that fraction of the
 target: two runs' timings of one config differ by a few percent, and on a flat space
 (the convolution's: 11 of its 336 configs are within 5% of the best) the strict answer
@@ -53,10 +55,12 @@ TASKS = {
 
 def speedups(task, tuner, seed, trials, batch_size, measurer) -> list[float]:
     """The best speedup over the fallback config after each trial of one run (a step
-    function of the batches; 0 before a config measured well). The fallback's cost on
-    the run's scale is taken from its confirmation, where the run's best was re-timed
-    beside it in alternating rounds: the one timing that anchors the scale is as noisy
-    as any other."""
+    function of the batches), never below 1: the fallback is measured before the first
+    trial and is what the run gives a user until something beats it. The fallback's
+    cost on the run's scale is taken from its confirmation, where the run's best was
+    re-timed beside it in alternating rounds: the one timing that anchors the scale is
+    as noisy as any other, and a best that the confirmation finds no faster than the
+    fallback is no speedup."""
     with tempfile.TemporaryDirectory() as where, \
             records.Database(os.path.join(where, "tune.db")) as db:
         scheduler = TaskScheduler([task], trials, measurer, db, tuner=tuner, seed=seed,
@@ -69,9 +73,9 @@ def speedups(task, tuner, seed, trials, batch_size, measurer) -> list[float]:
         if state.confirmation is not None else {}
     if confirmed.get(state.tuner.best_config.index):  # the best beside the fallback
         fallback = state.best_cost / confirmed[state.tuner.best_config.index]
-    out, last, before = [], 0, 0.0
+    out, last, before = [], 0, 1.0
     for done, cost in state.curve[1:]:  # a batch's best counts from its last trial
-        best = fallback / cost if math.isfinite(cost) else 0.0
+        best = max(1.0, fallback / cost) if math.isfinite(cost) else 1.0
         out += [before] * (done - last - 1) + [best]
         last, before = done, best
     return out
@@ -94,7 +98,8 @@ def report(name, task, tuners, seeds, trials, batch_size, tolerance, measurer) -
     for t in tuners:
         cells = [statistics.median(curves[t, s][min(n, len(curves[t, s])) - 1]
                                    for s in seeds) for n in marks]
-        print(f"  {t:8s}" + "".join(f"{c:7.2f}x" for c in cells))
+        finals = " ".join(f"{curves[t, s][-1]:.2f}x" for s in seeds)
+        print(f"  {t:8s}" + "".join(f"{c:7.2f}x" for c in cells) + f"   per seed: {finals}")
     if "xgb" not in tuners or "random" not in tuners:
         return None
     target = statistics.median(curves["random", s][-1] for s in seeds)
