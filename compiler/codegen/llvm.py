@@ -9,8 +9,10 @@ Each PrimFunc becomes two functions:
 A parallel loop's body is outlined into `@name_parK(i32 task, i32 num_tasks, ptr closure)`
 and run by `autosched_parallel_for_dynamic` (compiler/runtime/runtime.ll) on the
 target's cores: each task takes one contiguous chunk of the iterations, and there are up
-to TASKS_PER_CORE tasks per core, claimed by the threads as they finish, so that a core
-slowed by another process for a while gets fewer of them. Buffers we allocate are
+to TASKS_PER_CORE tasks per core; each thread claims the tasks of its own contiguous
+range first (the same thread the same part of every loop, so a layer reads what its
+core wrote in the layer before from its own cache), then those left in the others', so
+that a core slowed by another process for a while does fewer of them. Buffers we allocate are
 64-byte aligned; small ones live on the stack, so LLVM promotes a fully unrolled and
 vectorized local accumulator to registers. The instructions of each operation on
 values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's.
