@@ -12,9 +12,9 @@ target's cores: each task takes one contiguous chunk of the iterations, and ther
 to TASKS_PER_CORE tasks per core; each thread claims the tasks of its own contiguous
 range first (the same thread the same part of every loop, so a layer reads what its
 core wrote in the layer before from its own cache), then those left in the others', so
-that a core slowed by another process for a while does fewer of them. Buffers we allocate are
-64-byte aligned; small ones live on the stack, so LLVM promotes a fully unrolled and
-vectorized local accumulator to registers. The instructions of each operation on
+that a core slowed by another process for a while does fewer of them. Buffers we
+allocate are 64-byte aligned; small ones live on the stack, so LLVM promotes a fully
+unrolled and vectorized local accumulator to registers. The instructions of each operation on
 values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's.
 """
 from __future__ import annotations
