@@ -9,15 +9,16 @@ model's estimated latency after every batch: the sum over the model's tasks of t
 task's weight (kernel calls) x its best cost so far on the task's scale. The scale is
 each task's fallback timed in every batch (tuner/control.py), so an estimate does not
 move with the host's speed, and estimates of one run, taken minutes apart, compare.
-It prints per setting the untuned estimate, the final one, their ratio, the trials, and
-the minutes until the estimate first came within 95% of the final one (final /
-estimate >= 0.95); then the table again, in the order run.
+It prints per setting the untuned estimate, the final one, their ratio, the trials, the
+minutes until the estimate first came within 95% of the final one (final / estimate >=
+0.95), and the speedup over the untuned estimate after each minute (runs that end at
+different estimates compare there); then the table again, in the order run.
 
 The settings run one after the other, not interleaved: the host's speed changes the
 trials a minute buys, not the scale. `--repeat 2` runs the list twice (A B A B).
 
     .venv/bin/python benchmarks/tuning_speed.py --from models.db [--model resnet18]
-        [--minutes 8] [--settings default old] [--repeat 1]
+        [--minutes 8] [--settings default old] [--repeat 1] [--keep DIR]
 
 Settings: default (gradient allocation, transfer), no-transfer (gradient, no transfer),
 round-robin (round-robin allocation, transfer), old (round-robin, no transfer).
@@ -101,9 +102,12 @@ def run(setting: str, onnx: str, weights: dict, source: str | None, minutes: flo
         raise RuntimeError(f"{setting}: no estimate: some task never measured well")
     untuned, final = points[0][1], points[-1][1]
     reached = next(t for t, v, _ in points if final / v >= 0.95)
+    by_minute = [untuned / min((v for t, v, _ in points if t <= m * 60), default=untuned)
+                 for m in range(1, int(minutes) + 1)]
     return {"setting": setting, "untuned": untuned, "final": final,
             "speedup": untuned / final, "trials": points[-1][2],
-            "minutes_to_95": reached / 60, "minutes": points[-1][0] / 60}
+            "minutes_to_95": reached / 60, "minutes": points[-1][0] / 60,
+            "by_minute": by_minute, "log": db}
 
 
 def main():
@@ -115,8 +119,11 @@ def main():
     p.add_argument("--settings", nargs="+", choices=list(SETTINGS),
                    default=["default", "old"])
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--keep", metavar="DIR", help="keep each run's log in DIR")
     opt = p.parse_args()
-    with tempfile.TemporaryDirectory() as where:
+    with tempfile.TemporaryDirectory() as temporary:
+        where = opt.keep or temporary
+        os.makedirs(where, exist_ok=True)
         onnx = os.path.join(where, f"{opt.model}.onnx")
         export_onnx(opt.model, onnx)
         tasks, counts = extract_tasks(*from_onnx(onnx))
@@ -132,7 +139,8 @@ def main():
             print(f"{setting:12s} untuned {r['untuned'] * 1e3:7.3f} ms  final "
                   f"{r['final'] * 1e3:7.3f} ms  ({r['speedup']:.2f}x)  {r['trials']:5d} "
                   f"trials in {r['minutes']:.1f} min  95% of final at "
-                  f"{r['minutes_to_95']:.1f} min", flush=True)
+                  f"{r['minutes_to_95']:.1f} min; speedup after each minute "
+                  f"{' '.join(f'{x:.2f}x' for x in r['by_minute'])}", flush=True)
     print(f"\n{opt.model}, {opt.minutes:g} minutes per run, estimates on each task's "
           f"fallback scale:")
     print(f"  {'setting':12s} {'untuned':>9s} {'final':>9s} {'speedup':>8s} {'trials':>7s} "
