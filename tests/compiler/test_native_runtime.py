@@ -79,13 +79,11 @@ define i32 @run_slow_first_dynamic(ptr %c, i32 %n) {
   ret i32 %r
 }
 
-; nap_task: record_task after a 2 ms sleep
-define i32 @nap_task(i32 %t, i32 %n, ptr %c) {
+define i32 @nap_task(i32 %t, i32 %n, ptr %c) {  ; record_task after a 2 ms sleep
   call void @nap_ns(i64 2000000)
   %r = call i32 @record_task(i32 %t, i32 %n, ptr %c)
   ret i32 %r
 }
-
 define i32 @run_nap_dynamic(ptr %c, i32 %n) {
   %r = call i32 @autosched_parallel_for_dynamic(ptr @nap_task, ptr %c, i32 %n, i32 2)
   ret i32 %r
@@ -288,13 +286,12 @@ def test_dynamic_launch_gives_a_slow_thread_fewer_tasks(kernels):
 
 
 def test_dynamic_launch_gives_each_thread_its_own_range_first(kernels):
-    """Tasks of equal length: the caller runs the first half, the worker the second, as
-    in every kernel, so a layer finds its part of the input in its own core's cache."""
+    """Equal tasks: the caller runs the first half, the worker the second, in every
+    kernel alike, so a layer finds its part of the input in its own core's cache."""
     n = 16
     code, counts, tids = _record(kernels, n, "run_nap_dynamic")
-    assert code == 0 and counts == [1] * n
+    assert code == 0 and counts == [1] * n and tids[-1] != threading.get_native_id()
     assert tids[: n // 2] == [threading.get_native_id()] * (n // 2)
-    assert tids[-1] != threading.get_native_id()
 
 
 @pytest.mark.parametrize("failing", [0, 5, 15])
