@@ -62,7 +62,7 @@ define i32 @run_record_dynamic(ptr %c, i32 %n) {
   ret i32 %r
 }
 
-; slow_first_task: record_task, after a 50 ms sleep in task 0
+; slow_first_task: nap_task, after a 50 ms sleep in task 0
 define i32 @slow_first_task(i32 %t, i32 %n, ptr %c) {
   %first = icmp eq i32 %t, 0
   br i1 %first, label %nap, label %go
@@ -70,7 +70,7 @@ nap:
   call void @nap_ns(i64 50000000)
   br label %go
 go:
-  %r = call i32 @record_task(i32 %t, i32 %n, ptr %c)
+  %r = call i32 @nap_task(i32 %t, i32 %n, ptr %c)
   ret i32 %r
 }
 
@@ -275,8 +275,8 @@ def test_dynamic_launch_runs_every_task_once_on_at_most_max_threads(kernels, n):
 
 
 def test_dynamic_launch_gives_a_slow_thread_fewer_tasks(kernels):
-    """Task 0 sleeps 50 ms: the other thread claims every other task meanwhile (a static
-    share would leave half of them waiting for the sleeper)."""
+    """Task 0 sleeps 50 ms more than the others' 2 ms: the other thread claims every
+    other task meanwhile (a static share would leave half of them waiting for it)."""
     n = 16
     code, counts, tids = _record(kernels, n, "run_slow_first_dynamic")
     assert code == 0
