@@ -36,7 +36,7 @@ demo-compiler: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist worksteal
 
 clean:
 	rm -rf $(VENV)
