@@ -23,7 +23,8 @@ _SUFFIX = {"float32": "f32", "float64": "f64"}
 _FAST = ("contract",)
 _ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
 _INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
-               "abs": "fabs", "pow": "pow", "tanh": "tanh"}
+               "abs": "fabs", "pow": "pow", "tanh": "tanh", "sin": "sin",
+               "cos": "cos"}
 
 
 def llvm_type(dtype: str, memory: bool = False) -> ir.Type:

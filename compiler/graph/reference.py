@@ -1,6 +1,6 @@
 """The evaluator of graph functions in numpy: each op by its registered reference
 (Op.reference: the argument arrays and the call's attrs -> an array, a tuple for
-batch_norm), results cast to the arguments' dtype. FoldConstant evaluates constant
+batch_norm), results cast to the dtype(s) the op's type relation gives. FoldConstant evaluates constant
 subgraphs with it, and tests hold built models against it (and against ONNX Runtime).
 """
 from __future__ import annotations
@@ -10,18 +10,26 @@ import numpy as np
 from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .functor import post_order
 from .op import Op
+from .ty import TensorType, TupleType
 
 
 def apply_op(op: Op, args: list, attrs) -> object:
-    """`op` on numpy `args`, in the dtype of the first argument."""
+    """`op` on numpy `args`, in the dtype its type relation gives (a comparison's bool,
+    a cast's target)."""
     if op.reference is None:
         raise NotImplementedError(f"{op.name}: no numpy reference")
     out = op.reference(args, attrs)
-    first = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
-    dtype = np.asarray(first).dtype
+    ty = op.type_rel([_type(a) for a in args], attrs)
     if isinstance(out, tuple):
-        return tuple(np.asarray(o, dtype=dtype) for o in out)
-    return np.asarray(out, dtype=dtype)
+        return tuple(np.asarray(o, dtype=t.dtype) for o, t in zip(out, ty.fields))
+    return np.asarray(out, dtype=ty.dtype)
+
+
+def _type(value):
+    if isinstance(value, (list, tuple)):
+        return TupleType(tuple(_type(v) for v in value))
+    value = np.asarray(value)
+    return TensorType(value.shape, str(value.dtype))
 
 
 def evaluate(func: Function, *inputs, module=None) -> object:

@@ -39,7 +39,7 @@ def _exp(x):
 
 _FUNCS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
           "sigmoid": "_sigmoid", "erf": "math.erf", "floor": "math.floor", "ceil": "math.ceil",
-          "abs": "abs", "pow": "math.pow"}
+          "abs": "abs", "pow": "math.pow", "sin": "math.sin", "cos": "math.cos"}
 
 
 class _Emitter:

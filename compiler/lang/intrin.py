@@ -6,7 +6,8 @@ from ..ir.expr import (And, Call, Cast, Expr, FloorDiv, FloorMod, Max, Min, Or, 
 from .reduce import reduce_max, reduce_min, reduce_sum
 from .tensor import IterVar
 
-FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil")
+FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "sin",
+                    "cos")
 
 
 def _float_call(name: str, x) -> Expr:
@@ -54,6 +55,16 @@ def floor(x) -> Expr:
 def ceil(x) -> Expr:
     """Round toward +inf, keeping the float dtype."""
     return _float_call("ceil", x)
+
+
+def sin(x) -> Expr:
+    """Sine (radians; rotary position embeddings)."""
+    return _float_call("sin", x)
+
+
+def cos(x) -> Expr:
+    """Cosine (radians)."""
+    return _float_call("cos", x)
 
 
 def abs(x) -> Expr:  # noqa: A001 - the TVM name

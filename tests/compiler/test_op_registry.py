@@ -20,8 +20,14 @@ from compiler.transform.pass_infra import PassContext
 OPS = graph.registered_ops()
 
 
-def _random(shape, seed):
-    return np.random.default_rng(seed).standard_normal(shape).astype("float32")
+def _random(shape, seed, dtype="float32"):
+    """Seeded values of `dtype`: normal floats, integers in [-5, 5), random bools."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-5, 5, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
 
 
 def _accepted(op):
@@ -48,8 +54,9 @@ def test_the_compute_with_its_default_schedule_matches_the_reference(name):
     samples = _accepted(op)
     assert samples, f"{name}: its type relation accepts none of its samples"
     for n, (types, attrs, out_type) in enumerate(samples):
-        arrays = [tuple(_random(f.shape, 10 * n + i + j) for j, f in enumerate(t.fields))
-                  if isinstance(t, TupleType) else _random(t.shape, 10 * n + i)
+        arrays = [tuple(_random(f.shape, 10 * n + i + j, f.dtype)
+                        for j, f in enumerate(t.fields))
+                  if isinstance(t, TupleType) else _random(t.shape, 10 * n + i, t.dtype)
                   for i, t in enumerate(types)]
         want = op.reference(arrays, attrs)
         if isinstance(op.compute, str):  # rewritten before lowering: its reference only
@@ -57,14 +64,15 @@ def test_the_compute_with_its_default_schedule_matches_the_reference(name):
             assert shapes == ([tuple(f.shape) for f in out_type.fields]
                               if isinstance(out_type, TupleType) else tuple(out_type.shape))
             continue
-        tensors = [tuple(te.placeholder(f.shape, name=f"a{i}_{j}")
+        tensors = [tuple(te.placeholder(f.shape, name=f"a{i}_{j}", dtype=f.dtype)
                          for j, f in enumerate(t.fields)) if isinstance(t, TupleType)
-                   else te.placeholder(t.shape, name=f"a{i}") for i, t in enumerate(types)]
+                   else te.placeholder(t.shape, name=f"a{i}", dtype=t.dtype)
+                   for i, t in enumerate(types)]
         out = op.compute(tensors, attrs, out_type)
         call = Call(op, (), attrs, out_type)
         flat = [x for t in tensors for x in (t if isinstance(t, tuple) else (t,))]
         f = compiler.build(op.schedule(out, out, call), [*flat, out])
-        got = np.zeros(tuple(out_type.shape), "float32")
+        got = np.zeros(tuple(out_type.shape), out_type.dtype)
         f(*[a for x in arrays for a in (x if isinstance(x, tuple) else (x,))], got)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{name} on {types} with {attrs}")
@@ -80,7 +88,7 @@ def _packed_model(op, types, attrs):
         nonlocal packed
         x = graph.var(f"x{i}", t)
         params.append(x)
-        if tuple(t.shape[:2]) == (1, 16) and len(t.shape) == 4:
+        if tuple(t.shape[:2]) == (1, 16) and len(t.shape) == 4 and t.dtype == "float32":
             packed = True
             w = graph.const(_random((16, 16, 1, 1), 99 + i))
             return graph.nn.conv2d(x, w)

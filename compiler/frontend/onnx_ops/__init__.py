@@ -1,0 +1,15 @@
+"""The converters of ONNX's operators, one module per family (each a CONVERTERS table of
+op type -> converter; common.py says what a converter is):
+
+    nn.py       BatchNormalization, the normalizations, Gemm, MatMul, Einsum, Softmax
+    math.py     elementwise and broadcast arithmetic, activations, comparisons, logic
+    reduce.py   the Reduce* family, ArgMax / ArgMin
+    shape.py    shapes and indexing: Shape, Reshape, Slice, Gather, Split, Concat, ...
+    vision.py   convolutions, pools, padding, resizing
+"""
+from . import math, nn, reduce, shape, vision
+
+CONVERTERS = {**math.CONVERTERS, **nn.CONVERTERS, **reduce.CONVERTERS, **shape.CONVERTERS,
+              **vision.CONVERTERS}
+
+__all__ = ["CONVERTERS"]

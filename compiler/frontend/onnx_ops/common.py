@@ -1,0 +1,149 @@
+"""What every ONNX converter shares: the import's Context (the values known at import,
+the static type of any value built so far, folding of calls on constants) and the small
+readers of ONNX attributes.
+
+A converter is `convert(ctx, args, attrs, node) -> Expr | tuple of Expr`: `args` are the
+node's inputs as graph expressions (None for an omitted optional input), `attrs` its
+attributes as onnx.helper.get_attribute_value gives them. A ValueError, TypeError or
+KeyError it raises becomes one FrontendError naming the file and the node.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...graph.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
+from ...graph.op import Op
+from ...graph.ty import TensorType, TupleType
+
+DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
+          11: "float64"}
+"""ONNX's element types (TensorProto.DataType) that the import knows."""
+
+
+class Context:
+    """One import's view of its values: the initializers, the opset, the file; the
+    static type of every expression built (memoized, from the ops' type relations, so
+    that converters may ask for shapes at no cost); and `fold`, which evaluates calls
+    whose operands are all constants (each op's numpy reference), as Relay's frontend
+    folds shape computations while importing."""
+
+    def __init__(self, params: dict, opset: int, where: str):
+        self.params, self.opset, self.where = params, opset, where
+        self._types: dict[int, object] = {}
+        self._keep: list = []  # the typed expressions: ids key _types
+
+    def value(self, expr: Expr | None, what: str) -> np.ndarray:
+        """The array of an input that must be known when importing (an initializer, a
+        Constant node, or a computation on them, folded)."""
+        if isinstance(expr, Constant):
+            return expr.data
+        if isinstance(expr, Var) and expr.name in self.params:
+            return self.params[expr.name]
+        raise ValueError(f"its {what} must be a constant (an initializer, a Constant node "
+                         f"or computed from them and static shapes), not computed at run "
+                         f"time")
+
+    def known(self, expr: Expr | None) -> bool:
+        """Whether `expr` is known at import (ctx.value would answer)."""
+        return isinstance(expr, Constant) or isinstance(expr, Var) and expr.name in self.params
+
+    def optional(self, args: list, i: int, what: str, default=None):
+        """The known array of optional input `i`, or `default` when it is omitted."""
+        if i >= len(args) or args[i] is None:
+            return default
+        return self.value(args[i], what)
+
+    def type_of(self, expr: Expr):
+        """The static type of `expr` (TensorType or TupleType)."""
+        found = self._types.get(id(expr))
+        if found is not None:
+            return found
+        if isinstance(expr, (Var, Constant)):
+            ty = expr.ty
+        elif isinstance(expr, Tuple):
+            ty = TupleType(tuple(self.type_of(f) for f in expr.fields))
+        elif isinstance(expr, TupleGetItem):
+            ty = self.type_of(expr.tuple_value).fields[expr.index]
+        elif isinstance(expr, Call) and isinstance(expr.op, Op):
+            ty = expr.op.type_rel([self.type_of(a) for a in expr.args], expr.attrs)
+        else:
+            raise TypeError(f"no static type for a {type(expr).__name__}")
+        self._types[id(expr)] = ty
+        self._keep.append(expr)
+        return ty
+
+    def shape(self, expr: Expr) -> tuple:
+        return tuple(self.type_of(expr).shape)
+
+    def dtype(self, expr: Expr) -> str:
+        return self.type_of(expr).dtype
+
+    def fold(self, expr: Expr) -> Expr:
+        """`expr` with every call whose operands are all constants (a tuple of them
+        counts) replaced by the constant it computes, in the dtype its type relation
+        gives."""
+        memo: dict[int, Expr] = {}
+
+        def visit(e):
+            if id(e) in memo:
+                return memo[id(e)]
+            out = e
+            if isinstance(e, Tuple):
+                fields = tuple(visit(f) for f in e.fields)
+                if any(a is not b for a, b in zip(fields, e.fields)):
+                    out = Tuple(fields)
+            elif isinstance(e, TupleGetItem):
+                value = visit(e.tuple_value)
+                out = value.fields[e.index] if isinstance(value, Tuple) else \
+                    e if value is e.tuple_value else TupleGetItem(value, e.index)
+            elif isinstance(e, Call) and isinstance(e.op, Op):
+                args = tuple(visit(a) for a in e.args)
+                if args and all(_constant(a) for a in args) and e.op.reference is not None:
+                    out = _evaluate(self, e.op, args, e.attrs)
+                elif any(a is not b for a, b in zip(args, e.args)):
+                    out = Call(e.op, args, e.attrs)
+            memo[id(e)] = out
+            return out
+        return visit(expr)
+
+
+def _constant(expr) -> bool:
+    return isinstance(expr, Constant) or isinstance(expr, Tuple) and \
+        all(isinstance(f, Constant) for f in expr.fields)
+
+
+def _evaluate(ctx: Context, op: Op, args: tuple, attrs) -> Expr:
+    """The constant(s) `op` computes on constant `args`."""
+    arrays = [tuple(f.data for f in a.fields) if isinstance(a, Tuple) else a.data
+              for a in args]
+    ty = op.type_rel([ctx.type_of(a) for a in args], attrs)
+    value = op.reference(arrays, attrs)
+    if isinstance(ty, TupleType):
+        return Tuple(tuple(Constant(np.asarray(v, t.dtype).reshape(t.shape))
+                           for v, t in zip(value, ty.fields)))
+    return Constant(np.asarray(value, ty.dtype).reshape(ty.shape))
+
+
+def text(value) -> str:
+    """An ONNX string attribute (bytes) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def pads(attrs, rank: int = 2) -> tuple:
+    """A window's explicit pads as (begin..., end...) of `rank` axes."""
+    if text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
+        raise ValueError(f"auto_pad={text(attrs['auto_pad'])!r} is not supported; export "
+                         f"with explicit pads")
+    found = list(attrs.get("pads", [0] * 2 * rank))
+    return tuple(found[:rank] + found[rank:])
+
+
+def axis(value: int, ndim: int, what: str = "axis") -> int:
+    """`value` as a non-negative axis of `ndim` (a ValueError naming it when out of range)."""
+    if not -ndim <= value < ndim:
+        raise ValueError(f"{what} {value} is out of range for {ndim} dimensions")
+    return value % ndim
+
+
+def tensor_type(shape, dtype) -> TensorType:
+    return TensorType(tuple(int(d) for d in shape), dtype)
