@@ -19,10 +19,10 @@ from .lang.tensor import (ComputeOp, IterVar, PlaceholderOp, Tensor, compute, pl
 from .schedule.schedule import Schedule, create_schedule
 
 __all__ = [
-    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "cos", "erf", "exp", "floor", "floordiv",
-    "floormod", "if_then_else", "log", "max", "min", "power", "select", "sigmoid", "sin", "sqrt",
-    "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce", "comm_reducer",
-    "min_value", "max_value", "ComputeOp", "IterVar", "PlaceholderOp", "ProducerLoad",
-    "Range", "Tensor", "compute", "placeholder", "reduce_axis", "var", "Schedule",
-    "create_schedule",
+    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "cos", "erf", "exp", "floor",
+    "floordiv", "floormod", "if_then_else", "log", "max", "min", "power", "select", "sigmoid",
+    "sin", "sqrt", "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce",
+    "comm_reducer", "min_value", "max_value", "ComputeOp", "IterVar", "PlaceholderOp",
+    "ProducerLoad", "Range", "Tensor", "compute", "placeholder", "reduce_axis", "var",
+    "Schedule", "create_schedule",
 ]

@@ -1,7 +1,8 @@
 """The evaluator of graph functions in numpy: each op by its registered reference
 (Op.reference: the argument arrays and the call's attrs -> an array, a tuple for
-batch_norm), results cast to the dtype(s) the op's type relation gives. FoldConstant evaluates constant
-subgraphs with it, and tests hold built models against it (and against ONNX Runtime).
+batch_norm), results cast to the dtype(s) the op's type relation gives. FoldConstant
+evaluates constant subgraphs with it, and tests hold built models against it (and
+against ONNX Runtime).
 """
 from __future__ import annotations
 
