@@ -373,8 +373,8 @@ class CodeGenLLVM:
                 return compare(b, type(e), self.expr(x), self.expr(y), x.dtype)
             case E.BinaryOp(a=x, b=y):
                 return binary(b, type(e), self.expr(x), self.expr(y), e.dtype, self.fname)
-            case E.Select(condition=c, true_value=t, false_value=f):
-                return self._select(c, t, f)
+            case E.Select(condition=c, true_value=t, false_value=f, lazy=lazy):
+                return self._select(c, t, f, lazy)
             case E.Call(name=name, args=args, dtype=dt):
                 return math_call(b, name, [self.expr(a) for a in args], dt, self.fname)
             case E.Let(var=v, value=val, body=body):
@@ -384,10 +384,10 @@ class CodeGenLLVM:
                 return out
         raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
 
-    def _select(self, c, t, f) -> ir.Value:
+    def _select(self, c, t, f, lazy: bool = True) -> ir.Value:
         b = self.builder
-        lazy = E.lanes(c.dtype) == 1 and any(collect(x, lambda n: isinstance(n, Load))
-                                             for x in (t, f))
+        lazy = lazy and E.lanes(c.dtype) == 1 and \
+            any(collect(x, lambda n: isinstance(n, Load)) for x in (t, f))
         if not lazy:
             return b.select(self.expr(c), self.expr(t), self.expr(f))
         # Only the chosen branch runs, so a guarded out-of-bounds read (padding) is safe.

@@ -197,12 +197,15 @@ class Not(Expr):
 
 @node
 class Select(Expr):
-    """`true_value if condition else false_value`. Only the chosen branch is evaluated,
-    so a guarded out-of-bounds load (padding) is safe."""
+    """`true_value if condition else false_value`. Lazy (te.if_then_else): only the
+    chosen branch is evaluated, so a guarded out-of-bounds load (padding) is safe. Not
+    lazy (te.select, TVM's tir.Select): both branches may be evaluated, so loads in
+    them must be in bounds either way, and the vectorizer may read every lane of both."""
     condition: Expr
     true_value: Expr
     false_value: Expr
     dtype: str = field(default="")
+    lazy: bool = True
 
     def __post_init__(self):
         if not self.dtype:

@@ -90,7 +90,12 @@ def if_then_else(cond, t, f) -> Expr:
     return Select(cond, t, f)
 
 
-select = if_then_else
+def select(cond, t, f) -> Expr:
+    """`t` where `cond` holds, else `f`, both evaluated (TVM's tir.Select): for values
+    that are safe to compute either way (a where of two in-bounds reads), and that a
+    vectorized loop then computes lane by lane with one vector select."""
+    out = if_then_else(cond, t, f)
+    return Select(out.condition, out.true_value, out.false_value, out.dtype, lazy=False)
 
 
 def _reduce_or_binary(reducer, binop):

@@ -25,7 +25,7 @@ from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc, group_conv2d_nchw
 from .conv2d_schedule import conv2d_nchw_tile, schedule_conv2d_nchw
 from .depthwise_conv2d import depthwise_conv2d_nchw
-from .elemwise import clip, exp, relu, sigmoid, tanh
+from .elemwise import clip, exp, log, relu, sigmoid, tanh
 from .matmul import batch_matmul, dense, dense_pack, matmul
 from .pad import pad
 from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
@@ -35,13 +35,14 @@ from .register_tile import (fits, max_rows, register_tile, vector_width, vectori
                             vectors)
 from .schedule import default_schedule
 from .shape import OpError, divisors, get_const_tuple, largest_divisor
-from .softmax import softmax
+from .layer_norm import layer_norm
+from .softmax import log_softmax, softmax
 from .tail import find_anchor, inline_tail
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "bias_add",
     "relu", "sigmoid", "tanh", "exp", "clip",
-    "sum", "max", "min", "mean", "softmax",
+    "sum", "max", "min", "mean", "softmax", "log_softmax", "log", "layer_norm",
     "matmul", "dense", "dense_pack", "batch_matmul",
     "pad", "conv2d_nchw", "conv2d_nhwc", "group_conv2d_nchw", "depthwise_conv2d_nchw",
     "max_pool2d", "avg_pool2d",

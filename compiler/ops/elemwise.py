@@ -40,6 +40,12 @@ def exp(x):
 
 
 @register_pattern(OpPattern.ELEMWISE)
+def log(x):
+    """Natural logarithm."""
+    return _map("log", x, te.log)
+
+
+@register_pattern(OpPattern.ELEMWISE)
 def clip(x, a_min, a_max):
     """`x` limited to [a_min, a_max] (Python numbers, a_min <= a_max), as numpy.clip."""
     check_tensor("clip", "x", x)

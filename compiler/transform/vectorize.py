@@ -95,17 +95,17 @@ class _Vectorizer:
                 return E.Cast(E.with_lanes(dt, _lanes(v)), v)
             case E.Select(condition=c, true_value=t, false_value=f):
                 c = self.expr(c)
-                if _lanes(c) > 1 and collect(E.Select(E.const(True), t, f),
-                                             lambda x: isinstance(x, Load)):
+                if _lanes(c) > 1 and e.lazy and collect(E.Select(E.const(True), t, f),
+                                                        lambda x: isinstance(x, Load)):
                     raise _Refuse(f"the guarded read in {e} would need a per-lane condition")
                 t, f = self.expr(t), self.expr(f)
                 if _lanes(c) == 1 and _lanes(t) == _lanes(f) == 1:
-                    return E.Select(c, t, f)
+                    return E.Select(c, t, f, lazy=e.lazy)
                 if _lanes(c) == 1:  # one condition for all lanes: codegen keeps it lazy
                     return E.Select(c, _broadcast(t, self.n), _broadcast(f, self.n),
-                                    E.with_lanes(e.dtype, self.n))
+                                    E.with_lanes(e.dtype, self.n), e.lazy)
                 return E.Select(_broadcast(c, self.n), _broadcast(t, self.n),
-                                _broadcast(f, self.n), E.with_lanes(e.dtype, self.n))
+                                _broadcast(f, self.n), E.with_lanes(e.dtype, self.n), e.lazy)
             case E.Call(name=name, args=args, dtype=dt):
                 args = tuple(_broadcast(self.expr(a), self.n) for a in args)
                 return E.Call(name, args, E.with_lanes(dt, self.n))

@@ -1,7 +1,21 @@
-"""Converters of ONNX's network ops: batch normalization, Gemm, MatMul, Softmax."""
+"""Converters of ONNX's network ops: the normalizations, Gemm, MatMul, Einsum, Softmax,
+LogSoftmax.
+
+MatMul is built as what the build schedules best: a constant 2-D weight as nn.dense on
+rows (the activation's leading axes flattened, so a transformer's (batch, sequence,
+hidden) times a weight takes the dense template and its packed weights), two operands
+with the same batch axes as nn.batch_matmul (attention's (batch, heads, S, D) products
+take the batch_matmul template), anything else as the generic matmul.
+"""
 from __future__ import annotations
 
+import numpy as np
+
 from ... import graph
+from ...graph.expr import Constant
+from ...graph.op import nn
+from ...graph.op.transform import broadcast_to
+from .common import axis
 
 
 def _gemm(ctx, args, attrs, node):
@@ -20,20 +34,148 @@ def _gemm(ctx, args, attrs, node):
     return out
 
 
-def _softmax(ctx, args, attrs, node):
-    axis = attrs.get("axis", -1 if ctx.opset >= 13 else 1)
-    ndim = len(ctx.shape(args[0]))
-    if ctx.opset < 13 and axis % ndim != ndim - 1:
-        raise ValueError(f"opset {ctx.opset} Softmax over axis {axis} flattens the trailing "
-                         f"axes; only the last axis is supported")
-    return graph.nn.softmax(args[0], axis=axis)
+def matmul(ctx, a, b):
+    """a @ b with numpy's rules, in the form the build schedules best (the module
+    docstring)."""
+    sa, sb = ctx.shape(a), ctx.shape(b)
+    if len(sa) < 2 or len(sb) < 2:  # a vector operand: numpy's promotion to a matrix
+        a2 = graph.reshape(a, (1, sa[0])) if len(sa) == 1 else a
+        b2 = graph.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
+        out = matmul(ctx, a2, b2)
+        shape = list(ctx.shape(out))
+        if len(sa) == 1:
+            del shape[-2]
+        if len(sb) == 1:
+            del shape[-1]
+        return graph.reshape(out, shape)
+    if len(sb) == 2 and (ctx.known(b) or len(sa) > 2):
+        rows = int(np.prod(sa[:-1]))
+        flat = a if len(sa) == 2 else graph.reshape(a, (rows, sa[-1]))
+        out = graph.nn.dense(flat, graph.transpose(b, (1, 0)))
+        return out if len(sa) == 2 else graph.reshape(out, (*sa[:-1], sb[-1]))
+    if len(sa) > 2 and sa[:-2] == sb[:-2]:
+        batch = int(np.prod(sa[:-2]))
+        a3 = graph.reshape(a, (batch, *sa[-2:])) if len(sa) > 3 else a
+        b3 = graph.reshape(b, (batch, *sb[-2:])) if len(sb) > 3 else b
+        out = graph.nn.batch_matmul(a3, graph.transpose(b3, (0, 2, 1)))
+        return out if len(sa) == 3 else graph.reshape(out, (*sa[:-1], sb[-1]))
+    return graph.matmul(a, b)
+
+
+def _einsum(ctx, args, attrs, node):
+    """The two-operand contractions a transformer writes ("bhid,bhjd->bhij",
+    "bij,jk->bik", ...) as one batched matmul between transposes and reshapes."""
+    equation = attrs["equation"]
+    equation = equation.decode() if isinstance(equation, bytes) else equation
+    if "->" not in equation or "." in equation or len(args) != 2:
+        raise ValueError(f"equation={equation!r} is not supported: two operands and an "
+                         f"explicit output, no ellipsis")
+    ins, out = equation.replace(" ", "").split("->")
+    la, lb = ins.split(",")
+    a, b = args
+    dims = dict(zip(la, ctx.shape(a))) | dict(zip(lb, ctx.shape(b)))
+    if len(set(la)) != len(la) or len(set(lb)) != len(lb) or set(out) - set(la + lb):
+        raise ValueError(f"equation={equation!r} is not supported (repeated or unknown "
+                         f"letters)")
+    batch = [c for c in la if c in lb and c in out]
+    contract = [c for c in la if c in lb and c not in out]
+    free_a = [c for c in la if c not in lb]
+    free_b = [c for c in lb if c not in la]
+    if any(c not in out for c in free_a + free_b):
+        raise ValueError(f"equation={equation!r} sums an axis of one operand; not supported")
+
+    def arrange(x, letters, order, shape):
+        x = graph.transpose(x, [letters.index(c) for c in order])
+        return graph.reshape(x, shape)
+
+    def size(cs):
+        return int(np.prod([dims[c] for c in cs]))
+    a3 = arrange(a, la, batch + free_a + contract, (size(batch), size(free_a), size(contract)))
+    b3 = arrange(b, lb, batch + free_b + contract, (size(batch), size(free_b), size(contract)))
+    prod = graph.nn.batch_matmul(a3, b3)
+    order = batch + free_a + free_b
+    prod = graph.reshape(prod, [dims[c] for c in order])
+    return graph.transpose(prod, [order.index(c) for c in out])
+
+
+def _softmax(kind):
+    def convert(ctx, args, attrs, node):
+        x = args[0]
+        shape = ctx.shape(x)
+        at = axis(attrs.get("axis", -1 if ctx.opset >= 13 else 1), len(shape))
+        f = nn.softmax if kind == "softmax" else nn.log_softmax
+        if ctx.opset >= 13 or at == len(shape) - 1:
+            return f(x, axis=at)
+        # before opset 13 the axes from `axis` on are flattened into one
+        flat = graph.reshape(x, (int(np.prod(shape[:at])), int(np.prod(shape[at:]))))
+        return graph.reshape(f(flat, axis=-1), shape)
+    return convert
+
+
+def _ones(ctx, x, shape, value=1.0):
+    return Constant(np.full(shape, value, ctx.dtype(x)))
+
+
+def _per_channel(ctx, x, shape, v):
+    """`v` (C,) as (C, 1, ..., 1), to broadcast along axis 1 of data of `shape`."""
+    return graph.reshape(v, (shape[1],) + (1,) * (len(shape) - 2))
+
+
+def _layer_norm(ctx, args, attrs, node):
+    if len([o for o in node.output if o]) > 1:
+        raise ValueError("the Mean and InvStdDev outputs are not supported (Y only)")
+    x, scale, bias = (args + [None, None])[:3]
+    shape = ctx.shape(x)
+    at = axis(attrs.get("axis", -1), len(shape))
+    trailing = shape[at:]
+    if ctx.shape(scale) != trailing:
+        scale = broadcast_to(scale, trailing)
+    bias = _ones(ctx, x, trailing, 0.0) if bias is None else \
+        bias if ctx.shape(bias) == trailing else broadcast_to(bias, trailing)
+    return nn.layer_norm(x, scale, bias, at, attrs.get("epsilon", 1e-5))
+
+
+def _instance_norm(ctx, args, attrs, node):
+    x, scale, bias = args
+    shape = ctx.shape(x)
+    trailing = shape[2:]
+    normed = nn.layer_norm(x, _ones(ctx, x, trailing), _ones(ctx, x, trailing, 0.0), 2,
+                           attrs.get("epsilon", 1e-5))
+    return graph.add(graph.multiply(normed, _per_channel(ctx, x, shape, scale)),
+                     _per_channel(ctx, x, shape, bias))
+
+
+def _group_norm(ctx, args, attrs, node):
+    x, scale, bias = args
+    shape = ctx.shape(x)
+    groups = attrs["num_groups"]
+    n, c = shape[:2]
+    if c % groups:
+        raise ValueError(f"num_groups={groups} does not divide the {c} channels")
+    rest = int(np.prod(shape[2:])) * (c // groups)
+    grouped = graph.reshape(x, (n, groups, rest))
+    normed = nn.layer_norm(grouped, _ones(ctx, x, (rest,)), _ones(ctx, x, (rest,), 0.0), 2,
+                           attrs.get("epsilon", 1e-5))
+    normed = graph.reshape(normed, shape)
+    if ctx.shape(scale) == (groups,) and groups != c:  # opset 18: one scale per group
+        def per_group(v):
+            return graph.reshape(broadcast_to(graph.reshape(v, (groups, 1)),
+                                              (groups, c // groups)), (c,))
+        scale, bias = per_group(scale), per_group(bias)
+    return graph.add(graph.multiply(normed, _per_channel(ctx, x, shape, scale)),
+                     _per_channel(ctx, x, shape, bias))
 
 
 CONVERTERS = {
     "BatchNormalization": lambda c, a, at, n: graph.nn.batch_norm(
         *a[:5], epsilon=at.get("epsilon", 1e-5)),
+    "LayerNormalization": _layer_norm,
+    "InstanceNormalization": _instance_norm,
+    "GroupNormalization": _group_norm,
     "Gemm": _gemm,
-    "MatMul": lambda c, a, at, n: graph.matmul(a[0], a[1]),
-    "Softmax": _softmax,
+    "MatMul": lambda c, a, at, n: matmul(c, a[0], a[1]),
+    "Einsum": _einsum,
+    "Softmax": _softmax("softmax"),
+    "LogSoftmax": _softmax("log_softmax"),
     "Dropout": lambda c, a, at, n: a[0],  # inference: the identity
 }

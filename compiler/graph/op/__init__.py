@@ -3,24 +3,28 @@ registered once with everything the compiler needs of it (type relation, pattern
 attribute defaults, te compute, numpy reference, layout rule, default schedule,
 samples) and its constructor. Importing the package registers every op.
 
-    tensor.py      elementwise and broadcast ops (add, exp, clip, ...)
-    reduce.py      sum, mean
-    transform.py   reshape, transpose, concatenate
+    tensor.py      elementwise and broadcast ops (add, exp, clip, ...), comparisons,
+                   logic, where, cast
+    reduce.py      sum, mean, max, min, argmax, argmin
+    transform.py   reshape, transpose, concatenate, strided_slice, take, broadcast_to,
+                   tile, trilu
     layout.py      layout_transform, and the names of layouts
     layout_rules.py  the layout rules ops share (follow, window)
     nn.py          nn.dense, matmul, nn.batch_matmul, nn.bias_add, nn.relu, nn.softmax,
-                   nn.batch_norm, nn.batch_flatten, nn.pad (and the `graph.nn` namespace)
+                   nn.log_softmax, nn.leaky_relu, nn.batch_norm, nn.batch_flatten, nn.pad
+                   (and the `graph.nn` namespace)
+    norm.py        nn.layer_norm
     conv2d.py      nn.conv2d and its alteration into NCHW[x]c
     pool.py        the pools
     annotation.py  BYOC's region marks
     relations.py   type relations several ops share
 """
-from . import annotation, conv2d, layout, nn, pool, reduce, tensor, transform
+from . import annotation, conv2d, layout, nn, norm, pool, reduce, tensor, transform
 from .registry import (PARTS, GraphTypeError, Op, call, default_schedule, get_op, get_op_attr,
                        missing_parts, needs_nchw, register_op, register_op_attr,
                        registered_ops, reset_op_attr, tensor_samples)
 
-__all__ = ["annotation", "conv2d", "layout", "nn", "pool", "reduce", "tensor", "transform",
+__all__ = ["annotation", "conv2d", "layout", "nn", "norm", "pool", "reduce", "tensor", "transform",
            "PARTS", "GraphTypeError", "Op", "call", "default_schedule", "get_op",
            "get_op_attr", "missing_parts", "needs_nchw", "register_op", "register_op_attr",
            "registered_ops", "reset_op_attr", "tensor_samples"]

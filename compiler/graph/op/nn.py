@@ -14,6 +14,7 @@ from ..ty import TensorType, TupleType
 from .conv2d import conv2d
 from .layout import block_of, is_packed, keeps_layout, layout_transform
 from .layout_rules import follow
+from .norm import layer_norm
 from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from .registry import GraphTypeError, call, needs_nchw, register_op
 from .relations import axis_of, identity_rel, same_dtype, tensor_args
@@ -22,7 +23,8 @@ from .transform import reshape, reshape_compute
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "dense",
            "contrib_dense_pack", "matmul", "batch_matmul", "bias_add", "relu", "softmax",
-           "batch_norm", "batch_flatten", "pad", "pack_dense_weight", "unpack_dense_weight"]
+           "batch_norm", "batch_flatten", "pad", "pack_dense_weight", "unpack_dense_weight",
+           "log_softmax", "leaky_relu", "layer_norm"]
 
 
 def _t(*shape):
@@ -250,6 +252,16 @@ register_op("nn.relu", identity_rel("nn.relu"), OpPattern.ELEMWISE, {}, 1,
 register_op("nn.softmax", identity_rel("nn.softmax"), OpPattern.OPAQUE, {"axis": -1}, 1,
             compute=lambda ins, at, ty: ops.softmax(ins[0], at["axis"]),
             reference=_softmax_ref, layout=needs_nchw)
+register_op("nn.log_softmax", identity_rel("nn.log_softmax"), OpPattern.OPAQUE,
+            {"axis": -1}, 1, compute=lambda ins, at, ty: ops.log_softmax(ins[0], at["axis"]),
+            reference=lambda a, at: np.log(_softmax_ref(a, at)), layout=needs_nchw,
+            samples=lambda: [([_t(7, 37)], {"axis": -1}), ([_t(2, 13, 7)], {"axis": 1})])
+register_op("nn.leaky_relu", identity_rel("nn.leaky_relu"), OpPattern.ELEMWISE,
+            {"alpha": 0.01}, 1,
+            compute=lambda ins, at, ty: te.compute(ty.shape, lambda *i: te.select(
+                ins[0][i] > 0, ins[0][i], ins[0][i] * at["alpha"]), name="leaky_relu"),
+            reference=lambda a, at: np.where(a[0] > 0, a[0], a[0] * at["alpha"]),
+            layout=follow)
 register_op("nn.batch_norm", _batch_norm_rel, OpPattern.OPAQUE,
             {"axis": 1, "epsilon": 1e-5}, 5,
             compute="SimplifyInference rewrites it into a multiply and an add",
@@ -297,6 +309,14 @@ def relu(data: Expr) -> Call:
 
 def softmax(data: Expr, axis: int = -1) -> Call:
     return call("nn.softmax", [data], axis=int(axis))
+
+
+def log_softmax(data: Expr, axis: int = -1) -> Call:
+    return call("nn.log_softmax", [data], axis=int(axis))
+
+
+def leaky_relu(data: Expr, alpha: float = 0.01) -> Call:
+    return call("nn.leaky_relu", [data], alpha=float(alpha))
 
 
 def batch_norm(data, gamma, beta, moving_mean, moving_var, axis: int = 1,
