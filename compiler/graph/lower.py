@@ -41,8 +41,8 @@ def lower_function(func: Function, name: str):
             if value.size != 1:
                 raise BuildError(f"{name}: a constant of shape {value.shape} inside a fused "
                                  f"function (only scalars are inlined)")
-            out = te.compute((1,), lambda i: te.const(value.item(), str(value.dtype)),
-                             name="scalar")
+            out = te.compute(value.shape, lambda *i: te.const(value.item(),
+                                                              str(value.dtype)), name="scalar")
         elif isinstance(expr, Call):
             op = expr.op
             if not callable(op.compute):
