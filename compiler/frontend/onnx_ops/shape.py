@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import graph
 from ...graph.expr import Constant
-from ...graph.op import transform
+from ...graph.op import indexing, transform
 from .common import axis, text
 
 
@@ -167,6 +167,26 @@ def _space_to_depth(ctx, args, attrs, node):
     return graph.reshape(x, (n, c * b * b, h // b, w // b))
 
 
+def _topk(ctx, args, attrs, node):
+    k = int(ctx.value(args[1], "K").reshape(-1)[0]) if len(args) > 1 else attrs["k"]
+    at = axis(attrs.get("axis", -1), len(ctx.shape(args[0])))
+    ascend = not attrs.get("largest", 1)
+    return tuple(indexing.topk(args[0], k, at, kind, ascend) for kind in ("values", "indices"))
+
+
+def _scatter_nd(ctx, args, attrs, node):
+    reduction = text(attrs.get("reduction", "none"))
+    if reduction != "none":
+        raise ValueError(f"reduction={reduction!r} is not supported (none)")
+    return indexing.scatter_nd(*args)
+
+
+def _cumsum(ctx, args, attrs, node):
+    at = axis(int(ctx.value(args[1], "axis").reshape(-1)[0]), len(ctx.shape(args[0])))
+    return indexing.cumsum(args[0], at, bool(attrs.get("exclusive", 0)),
+                           bool(attrs.get("reverse", 0)))
+
+
 CONVERTERS = {
     "Flatten": _flatten,
     "Reshape": _reshape,
@@ -177,6 +197,11 @@ CONVERTERS = {
     "Slice": _slice,
     "Split": _split,
     "Gather": _gather,
+    "GatherElements": lambda c, a, at, n: indexing.gather(
+        a[0], a[1], axis(at.get("axis", 0), len(c.shape(a[0])))),
+    "ScatterND": _scatter_nd,
+    "TopK": _topk,
+    "CumSum": _cumsum,
     "Expand": _expand,
     "Tile": _tile,
     "Concat": lambda c, a, at, n: graph.concatenate(a, axis=at["axis"]),

@@ -8,6 +8,7 @@ samples) and its constructor. Importing the package registers every op.
     reduce.py      sum, mean, max, min, argmax, argmin
     transform.py   reshape, transpose, concatenate, strided_slice, take, broadcast_to,
                    tile, trilu
+    indexing.py    gather, scatter_nd, topk, cumsum (data-dependent indexing)
     layout.py      layout_transform, and the names of layouts
     layout_rules.py  the layout rules ops share (follow, window)
     nn.py          nn.dense, matmul, nn.batch_matmul, nn.bias_add, nn.relu, nn.softmax,
@@ -19,12 +20,12 @@ samples) and its constructor. Importing the package registers every op.
     annotation.py  BYOC's region marks
     relations.py   type relations several ops share
 """
-from . import annotation, conv2d, layout, nn, norm, pool, reduce, tensor, transform
+from . import annotation, conv2d, indexing, layout, nn, norm, pool, reduce, tensor, transform
 from .registry import (PARTS, GraphTypeError, Op, call, default_schedule, get_op, get_op_attr,
                        missing_parts, needs_nchw, register_op, register_op_attr,
                        registered_ops, reset_op_attr, tensor_samples)
 
-__all__ = ["annotation", "conv2d", "layout", "nn", "norm", "pool", "reduce", "tensor", "transform",
+__all__ = ["annotation", "conv2d", "indexing", "layout", "nn", "norm", "pool", "reduce", "tensor", "transform",
            "PARTS", "GraphTypeError", "Op", "call", "default_schedule", "get_op",
            "get_op_attr", "missing_parts", "needs_nchw", "register_op", "register_op_attr",
            "registered_ops", "reset_op_attr", "tensor_samples"]
