@@ -25,7 +25,8 @@ from .registry import (PARTS, GraphTypeError, Op, call, default_schedule, get_op
                        missing_parts, needs_nchw, register_op, register_op_attr,
                        registered_ops, reset_op_attr, tensor_samples)
 
-__all__ = ["annotation", "conv2d", "indexing", "layout", "nn", "norm", "pool", "reduce", "tensor", "transform",
+__all__ = ["annotation", "conv2d", "indexing", "layout", "nn", "norm", "pool", "reduce",
+           "tensor", "transform",
            "PARTS", "GraphTypeError", "Op", "call", "default_schedule", "get_op",
            "get_op_attr", "missing_parts", "needs_nchw", "register_op", "register_op_attr",
            "registered_ops", "reset_op_attr", "tensor_samples"]
