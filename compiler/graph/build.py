@@ -8,7 +8,8 @@ them (Relay's relay.build and its graph executor).
 The passes run under the current PassContext, or at opt_level 3 outside any (TVM's
 default is 2; ours is what `autosched compile` uses, since at 2 no convolution is
 packed and a CNN runs about four times slower): the parameters bound as constants,
-SimplifyInference, FoldConstant, FoldScaleAxis (opt_level 3), FoldConstant again. With
+SimplifyInference, FoldConstant, SimplifyLayerNorm (a layer norm written as nine ops
+becomes one), FoldScaleAxis (opt_level 3), FoldConstant again. With
 `external` codegens (Bring Your Own Codegen: "cblas", "ccompiler", or any registered
 with compiler.graph.external.register_external), AnnotateTarget with them in order of
 preference, MergeCompilerRegions and PartitionGraph follow: each region becomes a
@@ -55,7 +56,7 @@ from .op.layout import layout_change
 from .ty import TensorType, TupleType
 from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
                         FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
-                        SimplifyInference)
+                        SimplifyInference, SimplifyLayerNorm)
 
 
 def build(mod: IRModule, target="llvm", params: dict | None = None,
@@ -82,8 +83,8 @@ def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
     if params:
         main = bind_params(main, params)
     with build_scope():
-        return Sequential([SimplifyInference(), FoldConstant(), FoldScaleAxis(),
-                           FoldConstant()])(IRModule.from_expr(main))
+        return Sequential([SimplifyInference(), FoldConstant(), SimplifyLayerNorm(),
+                           FoldScaleAxis(), FoldConstant()])(IRModule.from_expr(main))
 
 
 def build_context() -> PassContext:

@@ -24,6 +24,7 @@ from .op.tensor import add, divide, multiply, sqrt, subtract
 from .op.transform import reshape
 from .partition_graph import partition_graph
 from .reference import apply_op
+from .simplify_layer_norm import simplify_layer_norm
 
 
 def _each_function(mod: IRModule, rewrite) -> IRModule:
@@ -148,6 +149,14 @@ def SimplifyInference():
     return module_pass(lambda mod, ctx: _each_function(
         mod, lambda f: infer_type(_SimplifyInference().function(f))), opt_level=0,
         name="SimplifyInference", required=("InferType",))
+
+
+def SimplifyLayerNorm():
+    """A layer norm written as its nine ops (ReduceMean, Sub, Pow, ReduceMean, Add,
+    Sqrt, Div, Mul, Add) becomes one nn.layer_norm (simplify_layer_norm.py)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: infer_type(simplify_layer_norm(f))), opt_level=1,
+        name="SimplifyLayerNorm", required=("InferType",))
 
 
 def FoldScaleAxis():

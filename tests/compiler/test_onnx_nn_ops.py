@@ -68,3 +68,61 @@ def test_a_3d_activation_times_a_constant_weight_is_a_dense_and_4d_attention_a_b
     mod, _ = from_onnx(model)
     ops = {e.op.name for e in post_order(mod["main"].body) if isinstance(e, Call)}
     assert {"nn.dense", "nn.batch_matmul"} <= ops and "matmul" not in ops
+
+
+def _decomposed_layer_norm(gamma_shape=(37,)):
+    """LayerNorm as pre-opset-17 exporters write it: ReduceMean, Sub, Pow, ReduceMean,
+    Add, Sqrt, Div, Mul, Add."""
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]),
+             helper.make_node("Sub", ["x", "mu"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["sd"]),
+             helper.make_node("Div", ["d", "sd"], ["n"]),
+             helper.make_node("Mul", ["n", "gamma"], ["s"]),
+             helper.make_node("Add", ["s", "beta"], ["y"])]
+    inits = [numpy_helper.from_array(v, k) for k, v in {
+        "two": np.array(2.0, "float32"), "eps": np.array(1e-5, "float32"),
+        "gamma": w(*gamma_shape), "beta": w(37)}.items()]
+    g = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 7, 37])], [helper.make_empty_tensor_value_info("y")],
+        inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_layer_norm_written_as_nine_ops_is_one_kernel_and_matches_onnx_runtime():
+    model = _decomposed_layer_norm()
+    feeds = {"x": (rng.standard_normal((2, 7, 37)) * 3 + 1).astype("float32")}
+    lib = check_against_ort(model, feeds)
+    assert [s["ops"] for s in lib.plan["steps"]] == [["nn.layer_norm"]]
+
+
+@pytest.mark.parametrize("op_type, extra, attrs", [
+    ("Split", [], {"axis": 1, "outputs": 2}),
+    ("InstanceNormalization", ["scale", "bias"], {}),
+    ("GroupNormalization", ["scale4", "bias4"], {"num_groups": 4}),
+    ("LayerNormalization", ["scale_w", "bias_w"], {"axis": -1}),
+    ("Softmax", [], {"axis": 1}),
+])
+def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_shape(
+        op_type, extra, attrs):
+    """At opt level 3 the 16-channel convolution computes in NCHW[x]c; the op after it
+    takes its value, and the model's outputs come back in the shape ONNX declares."""
+    from onnx import TensorProto, helper, numpy_helper
+    n_out = attrs.pop("outputs", 1)
+    outs = [f"y{k}" for k in range(n_out)]
+    nodes = [helper.make_node("Conv", ["x", "wc"], ["c"]),
+             helper.make_node(op_type, ["c", *extra], outs, **attrs)]
+    inits = [numpy_helper.from_array(v, k) for k, v in {
+        "wc": w(16, 7, 1, 1), "scale": w(16), "bias": w(16), "scale4": w(16),
+        "bias4": w(16), "scale_w": w(13), "bias_w": w(13)}.items()]
+    inits = [t for t in inits if t.name in ["wc", *extra]]
+    g = helper.make_graph(nodes, "packed", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 7, 9, 13])],
+        [helper.make_empty_tensor_value_info(o) for o in outs], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid(
+        "", 21 if op_type == "GroupNormalization" else 17)])
+    feeds = {"x": rng.standard_normal((1, 7, 9, 13)).astype("float32")}
+    check_against_ort(model, feeds)
