@@ -33,6 +33,23 @@ def random_inputs(tensors, seed: int = SEED) -> list[np.ndarray]:
     return arrays
 
 
+def model_inputs(specs, seed: int = SEED) -> dict[str, np.ndarray]:
+    """Seeded inputs of a built model by name (its plan's "inputs": name, shape,
+    dtype): normal floats; integers 0 or 1, valid as token ids, attention masks and
+    indices alike; random booleans."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for spec in specs:
+        shape, dtype = spec["shape"], np.dtype(spec["dtype"])
+        if dtype.kind == "f":
+            feeds[spec["name"]] = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind == "b":
+            feeds[spec["name"]] = rng.random(shape) < 0.5
+        else:
+            feeds[spec["name"]] = rng.integers(0, 2, shape).astype(dtype)
+    return feeds
+
+
 def unwritten(tensor) -> np.ndarray:
     """An output array whose every element is wrong until the kernel writes it."""
     shape, dtype = get_const_tuple(tensor.shape), np.dtype(tensor.dtype)

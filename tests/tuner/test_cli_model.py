@@ -154,3 +154,43 @@ def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(local_ray, tmp_
         "autosched untuned", "autosched tuned", "ONNX Runtime"]
     assert "2 of 4 kernels from the log" in rows[1]["name"]
     assert all(r["correct"] and r["seconds"] > 0 for r in rows)
+
+
+def _token_model():
+    """Token ids (int64) and an attention mask (bool), both of a dynamic sequence
+    length: embeddings gathered, masked, averaged over the sequence."""
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Gather", ["embedding", "ids"], ["e"]),
+             helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["m", "last"], ["m3"]),
+             helper.make_node("Mul", ["e", "m3"], ["em"]),
+             helper.make_node("ReduceMean", ["em"], ["y"], axes=[1], keepdims=0)]
+    inits = [numpy_helper.from_array(np.random.default_rng(2).standard_normal(
+        (37, 13)).astype("float32"), "embedding"),
+        numpy_helper.from_array(np.array([-1], "int64"), "last")]
+    g = helper.make_graph(nodes, "tokens", [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "seq"]),
+        helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, "seq"])],
+        [helper.make_empty_tensor_value_info("y")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_model_of_int64_and_bool_inputs_with_a_dynamic_length_compiles_runs_and_benches(
+        tmp_path):
+    onnx.save(_token_model(), tmp_path / "tokens.onnx")
+    shapes = ["--shape", "ids:1,7", "--shape", "mask:1,7"]
+    compiled = invoke("compile", "tokens.onnx", "-o", "tokens.so", *shapes, cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
+    mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
+    np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
+    ran = autosched("run", "tokens.so", "--inputs", "in.npz", "--outputs", "out.npz",
+                    "--repeat", 2, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
+        "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+    bench = invoke("bench", "tokens.onnx", *shapes, "--repeat", 2, "--json", cwd=tmp_path)
+    assert bench.returncode == 0, bench.stderr
+    rows = json.loads(bench.stdout)["rows"]
+    assert all(r["correct"] for r in rows) and rows[-1]["name"].startswith("ONNX Runtime")

@@ -17,6 +17,7 @@ from compiler.transform.pass_infra import PassContext
 from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
 from .common import BadInput, format_ratio, format_seconds, print_json, print_table
+from ..verify import model_inputs
 from .rounds import time_in_rounds
 
 BLOCK_SECONDS = 0.2   # one timing: calls lasting this long, their median counts
@@ -38,9 +39,7 @@ def bench_model(path: str, db_path: str, shapes: dict, opt_level: int, target: s
                     tuned = graph.build(mod, target=target, params=params)
     except (FrontendError, BuildError, RecordsError) as err:
         raise BadInput(str(err)) from None
-    rng = np.random.default_rng(0)
-    inputs = {s["name"]: rng.standard_normal(s["shape"]).astype(s["dtype"])
-              for s in untuned.plan["inputs"]}
+    inputs = model_inputs(untuned.plan["inputs"])
     session = _onnxruntime_session(path)
     expected = session.run(None, inputs) if session is not None else untuned.run(**inputs)
     rows = [_row("autosched untuned", lambda: untuned.run(**inputs), expected)]

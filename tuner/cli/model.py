@@ -16,6 +16,7 @@ from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext
 from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
+from ..verify import model_inputs
 from .common import (BadInput, external_option, format_seconds, json_option, make_console,
                      opt_level_option, print_json, shape_option)
 
@@ -119,11 +120,11 @@ def run_model(module, inputs, outputs, repeat, profile, as_json):
     if inputs:
         with np.load(inputs, allow_pickle=False) as npz:
             given = {k: npz[k] for k in npz.files}
-    rng = np.random.default_rng(0)
+    sampled = model_inputs(lib.plan["inputs"])
     for spec in lib.plan["inputs"]:
         value = given.pop(spec["name"], None)
         if value is None:
-            value = rng.standard_normal(spec["shape"]).astype(spec["dtype"])
+            value = sampled[spec["name"]]
         try:
             lib.set_input(spec["name"], value)
         except ValueError as err:
