@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import expr as E
-from ..ir.functor import free_vars
+from ..ir.functor import collect, free_vars
 from ..ir.range import Range
 from .simplify import Bounds, simplify, skey
 
@@ -129,6 +129,12 @@ def _eval(e: E.Expr, dom: dict) -> IntervalSet:
             return IntervalSet(_both(E.Min, x.min, y.min), _both(E.Max, x.max, y.max))
         case E.Cast(value=v) if E.is_int(e.dtype) and E.is_int(v.dtype):
             return _eval(v, dom)
-    if not (free_vars(e) & dom.keys()):
+    if not (free_vars(e) & dom.keys()) and not collect(e, _reads_memory):
         return IntervalSet.point(e)
     return IntervalSet.everything()
+
+
+def _reads_memory(e) -> bool:
+    """A value read from a tensor (an index computed from data: a gather's): unknown
+    until the kernel runs, so never a point of the set, even without loop variables."""
+    return isinstance(e, (E.ProducerLoad, E.Load))

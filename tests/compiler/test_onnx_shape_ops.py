@@ -134,3 +134,24 @@ def test_a_shape_subgraph_folds_to_constants_at_import_and_the_model_matches():
     assert ops == ["reshape", "add"]  # everything else was computed at import
     feeds = {"x": np.random.default_rng(0).standard_normal((2, 7, 13)).astype(F)}
     check_against_ort(model, feeds)
+
+
+def test_a_gather_of_a_computed_value_at_a_runtime_index_reads_the_whole_axis():
+    """Bound inference cannot know an index read from data: the value gathered from is
+    computed whole (a regression: its region was taken from the index's value before
+    the index existed)."""
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Add", ["r", "bias"], ["s"]),
+             helper.make_node("Gather", ["s", "i"], ["y"], axis=1)]
+    g = helper.make_graph(nodes, "g", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 37 * 13]),
+        helper.make_tensor_value_info("i", TensorProto.INT64, [])],
+        [helper.make_empty_tensor_value_info("y")],
+        [numpy_helper.from_array(np.ones((37, 13), F), "bias"),
+         numpy_helper.from_array(i64(1, 37, 13), "shape")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    for i in (0, 36, -5):
+        feeds = {"x": np.random.default_rng(abs(i)).standard_normal((1, 37 * 13)).astype(F),
+                 "i": np.array(i, "int64")}
+        check_against_ort(model, feeds)

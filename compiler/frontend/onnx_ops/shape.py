@@ -103,8 +103,23 @@ def _split(ctx, args, attrs, node):
 
 
 def _gather(ctx, args, attrs, node):
+    """take; a known scalar index or run of consecutive ones (x[:, 0], a ViT's class
+    token) is a slice instead: no data-dependent read, and it vectorizes."""
     data, indices = args
-    return transform.take(data, indices, axis(attrs.get("axis", 0), len(ctx.shape(data))))
+    shape = ctx.shape(data)
+    at = axis(attrs.get("axis", 0), len(shape))
+    if ctx.known(indices):
+        found = ctx.value(indices, "indices")
+        flat = np.where(found < 0, found + shape[at], found).reshape(-1)
+        if found.ndim <= 1 and flat.size and np.all(np.diff(flat) == 1) and \
+                0 <= flat[0] and flat[-1] < shape[at]:
+            begin, end = [0] * len(shape), list(shape)
+            begin[at], end[at] = int(flat[0]), int(flat[-1]) + 1
+            out = transform.strided_slice(data, begin, end)
+            if found.ndim == 0:
+                out = graph.reshape(out, shape[:at] + shape[at + 1:])
+            return out
+    return transform.take(data, indices, at)
 
 
 def _expand(ctx, args, attrs, node):
