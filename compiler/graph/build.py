@@ -48,6 +48,7 @@ from ..runtime.graph_executor import GraphExecutor
 from ..target import Target
 from ..transform.pass_infra import PassContext, Sequential
 from .bind import bind_params
+from .deep_stack import deep_stack
 from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .external import get_external
 from .functor import ExprMutator, post_order
@@ -59,6 +60,7 @@ from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, Fold
                         SimplifyInference, SimplifyLayerNorm)
 
 
+@deep_stack
 def build(mod: IRModule, target="llvm", params: dict | None = None,
           external=None) -> GraphExecutor:
     """The GraphExecutor of `mod`'s "main" (see the module docstring); `external`: the
@@ -75,6 +77,7 @@ def optimize(mod: IRModule, params: dict | None = None, external=None) -> Functi
     return optimize_module(mod, params, external)["main"]
 
 
+@deep_stack
 def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
     """`mod`'s "main" with `params` bound, after the passes that come before
     partitioning (see the module docstring): the graph the external codegens are
@@ -100,6 +103,7 @@ def build_scope():
     return contextlib.nullcontext(entered) if entered else PassContext(opt_level=3)
 
 
+@deep_stack
 def optimize_module(mod: IRModule, params: dict | None = None, external=None) -> IRModule:
     """The module of `optimize`: "main", and the external functions it calls."""
     external = [external] if isinstance(external, str) else list(external or [])
@@ -115,6 +119,7 @@ def optimize_module(mod: IRModule, params: dict | None = None, external=None) ->
                            DeadCodeElimination(), FuseOps()])(prepare(mod, params))
 
 
+@deep_stack
 def GraphModule(func, target) -> GraphExecutor:
     """The GraphExecutor of a fused, typed graph function, or of a module of one ("main")
     and the external functions it calls: its kernels built into one module, the

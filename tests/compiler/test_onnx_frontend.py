@@ -245,3 +245,24 @@ def test_max_and_min_of_several_inputs_match_onnx_runtime():
     with PassContext(opt_level=3):
         got, = graph.build(mod, params=params).run(x=x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_thousands_of_ops_deep_imports_builds_and_matches_onnx_runtime():
+    """A chain of 4000 ops (a 24-layer transformer is some thousands deep): the import
+    costs each node what its converter built, and the build's recursive passes run on a
+    deep stack (compiler/graph/deep_stack.py) instead of hitting the recursion limit."""
+    nodes, prev = [], "x"
+    for i in range(2000):
+        nodes += [helper.make_node("Mul", [prev, "half"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", "one"], [f"a{i}"])]
+        prev = f"a{i}"
+    nodes.append(helper.make_node("Identity", [prev], ["y"]))
+    inits = [numpy_helper.from_array(np.array(0.5, "float32"), "half"),
+             numpy_helper.from_array(np.array(1.0, "float32"), "one")]
+    m = model(nodes, [tensor("x", [1, 7, 13])], [tensor("y", None)], inits)
+    x = rng.standard_normal((1, 7, 13)).astype("float32")
+    want, = ort.InferenceSession(m.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    mod, params = from_onnx(m)
+    got, = graph.build(mod, params=params).run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

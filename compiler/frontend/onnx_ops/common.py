@@ -31,6 +31,7 @@ class Context:
         self.params, self.opset, self.where = params, opset, where
         self._types: dict[int, object] = {}
         self._keep: list = []  # the typed expressions: ids key _types
+        self._folded: set[int] = set()  # the nodes' outputs: fold stops at them
 
     def value(self, expr: Expr | None, what: str) -> np.ndarray:
         """The array of an input that must be known when importing (an initializer, a
@@ -79,12 +80,15 @@ class Context:
         return self.type_of(expr).dtype
 
     def fold(self, expr: Expr) -> Expr:
-        """`expr` with every call whose operands are all constants (a tuple of them
-        counts) replaced by the constant it computes, in the dtype its type relation
-        gives."""
+        """`expr` (a node's output) with every call whose operands are all constants (a
+        tuple of them counts) replaced by the constant it computes, in the dtype its
+        type relation gives; the walk stops at earlier nodes' outputs, so a node costs
+        what its converter built, not the graph above it."""
         memo: dict[int, Expr] = {}
 
         def visit(e):
+            if id(e) in self._folded:  # an earlier node's output: folded already
+                return e
             if id(e) in memo:
                 return memo[id(e)]
             out = e
@@ -104,7 +108,10 @@ class Context:
                     out = Call(e.op, args, e.attrs)
             memo[id(e)] = out
             return out
-        return visit(expr)
+        out = visit(expr)
+        self._folded.add(id(out))
+        self._keep.append(out)
+        return out
 
 
 def _constant(expr) -> bool:

@@ -28,6 +28,12 @@ def _reduction(kind):
         if axes == ():
             return x
         keep = bool(attrs.get("keepdims", 1))
+        shape = ctx.shape(x)
+        if kind == "mean" and len(shape) == 4 and axes == (2, 3):
+            # a global average pool (squeeze-excite's): the pool op computes in the
+            # packed layout of the convolution before it, where a mean needs NCHW
+            pooled = graph.nn.global_avg_pool2d(x)
+            return pooled if keep else graph.reshape(pooled, shape[:2])
         if kind in ("l2", "sum_square"):
             total = reduce.sum(graph.multiply(x, x), axes, keep)
             return graph.sqrt(total) if kind == "l2" else total
