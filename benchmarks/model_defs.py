@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from modern_defs import MODERN
+
 
 def _conv_bn(cin, cout, k, stride=1, groups=1, relu=True):
     layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
@@ -117,11 +119,16 @@ def randomized(model: nn.Module) -> nn.Module:
     return model.eval()
 
 
-def export_onnx(name: str, path: str) -> nn.Module:
-    """Build model `name` with random weights and export it to `path` (opset 17)."""
+def export_onnx(name: str, path: str) -> tuple[nn.Module, dict]:
+    """Build model `name` (MODELS or modern_defs.MODERN) with random weights, export it
+    to `path` (opset 17); returns the model and its example inputs by name (tensors)."""
     torch.manual_seed(0)
-    model = randomized(MODELS[name]())
-    x = torch.randn(1, 3, 224, 224)
-    torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
-                      opset_version=17, dynamo=False)
-    return model
+    if name in MODERN:
+        make, inputs = MODERN[name]
+        model, feeds = randomized(make()), inputs()
+    else:
+        model, feeds = randomized(MODELS[name]()), {"input": torch.randn(1, 3, 224, 224)}
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(feeds.values()), path, input_names=list(feeds),
+                          opset_version=17, dynamo=False)
+    return model, feeds

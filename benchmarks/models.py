@@ -1,10 +1,12 @@
-"""Whole models: ResNet-18, MobileNetV2 and ResNet-50 with random weights, built in
-PyTorch, exported to ONNX, imported with compiler.frontend.from_onnx and built with
-compiler.graph.build. Prints per model, in one run: compile time, kernels, our latency,
-ONNX Runtime's, OpenVINO's (when installed) and PyTorch's (2 threads, medians of rounds
-that alternate the runtimes, each timed in a block of calls with a pause before it: the
-runtimes' spinning thread pools steal each other's cores when calls interleave one by
-one), the ratios, and whether our output matches ONNX Runtime's.
+"""Whole models: ResNet-18, MobileNetV2 and ResNet-50, and the models people bring today
+(modern_defs.py: BERT-base and ViT-B/16-sized encoders, EfficientNet-B0, a U-Net, a
+YOLO-style neck), with random weights, built in PyTorch, exported to ONNX, imported with
+compiler.frontend.from_onnx and built with compiler.graph.build. Prints per model, in one
+run: compile time, kernels, our latency, ONNX Runtime's, OpenVINO's (when installed) and
+PyTorch's (2 threads, medians of rounds that alternate the runtimes, each timed in a
+block of calls with a pause before it: the runtimes' spinning thread pools steal each
+other's cores when calls interleave one by one), the ratios, and whether our outputs
+match ONNX Runtime's.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/models.py [--models resnet18]
 
@@ -36,6 +38,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from model_defs import MODELS, export_onnx  # noqa: E402
+from modern_defs import MODERN  # noqa: E402
 
 import records  # noqa: E402
 import search_spaces  # noqa: E402
@@ -88,7 +91,7 @@ def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> 
         print(f"    {state.task.name}{state.task.args} x{weight}: {state.done} trials, {found}")
 
 
-def openvino_runner(path: str, x):
+def openvino_runner(path: str, feeds: dict):
     """A function running the model in OpenVINO (2 threads, latency hint, float32), or
     None. Its CPU plugin computes in bfloat16 by default where the CPU has AVX512_BF16
     (Zen 4 and later, Sapphire Rapids): twice the FMA rate at a quarter of float32's
@@ -104,7 +107,7 @@ def openvino_runner(path: str, x):
     request = compiled.create_infer_request()
 
     def run():
-        return list(request.infer({0: x}).values())
+        return list(request.infer(feeds).values())
     return run
 
 
@@ -150,7 +153,8 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{name}.onnx")
-        model = export_onnx(name, path)
+        model, example = export_onnx(name, path)
+        feeds = {k: v.numpy() for k, v in example.items()}
         if budget:
             tune_model(name, path, opt_level, budget, db)
         start = time.perf_counter()
@@ -166,30 +170,28 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
-        openvino = openvino_runner(path, x)
-    want, = session.run(None, {"input": x})
+        openvino = openvino_runner(path, feeds)
+    want = session.run(None, feeds)
     errors = {}
-    outputs = {"ours": lambda: lib.run(input=x)[0]}
+    outputs = {"ours": lambda: lib.run(**feeds)}
     for label, (other, _) in others.items():
-        outputs[label] = lambda other=other: other.run(input=x)[0]
+        outputs[label] = lambda other=other: other.run(**feeds)
     if tuned is not None:
-        outputs["ours tuned"] = lambda: tuned.run(input=x)[0]
+        outputs["ours tuned"] = lambda: tuned.run(**feeds)
     if openvino is not None:
-        outputs["openvino"] = lambda: openvino()[0]
+        outputs["openvino"] = openvino
     for label, output in outputs.items():
-        errors[label] = float(np.max(np.abs(output() - want)) / max(1e-6, float(np.max(
-            np.abs(want)))))
-    tx = torch.from_numpy(x)
-    runs = {"ours": lambda: lib.run(input=x)}
+        errors[label] = max(float(np.max(np.abs(g - w)) / max(1e-6, float(np.max(np.abs(w)))))
+                            for g, w in zip(output(), want))
+    runs = {"ours": lambda: lib.run(**feeds)}
     for label, (other, _) in others.items():
-        runs[label] = lambda other=other: other.run(input=x)
+        runs[label] = lambda other=other: other.run(**feeds)
     if tuned is not None:
-        runs["ours tuned"] = lambda: tuned.run(input=x)
-    runs["onnxruntime"] = lambda: session.run(None, {"input": x})
+        runs["ours tuned"] = lambda: tuned.run(**feeds)
+    runs["onnxruntime"] = lambda: session.run(None, feeds)
     if openvino is not None:
         runs["openvino"] = openvino
-    runs["pytorch"] = lambda: model(tx)
+    runs["pytorch"] = lambda: model(*example.values())
     times = {k: [] for k in runs}
     with torch.no_grad():
         for r in range(rounds):
@@ -222,9 +224,17 @@ def gflops(value) -> str:
     return "" if value is None else f"record at {value:.1f} GFLOPS"
 
 
+def _version(package: str) -> str:
+    try:
+        return __import__(package).__version__
+    except ImportError:
+        return "not installed"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="resnet18,mobilenet_v2,resnet50")
+    p.add_argument("--models", default="resnet18,mobilenet_v2,resnet50",
+                   help=f"comma-separated, of {', '.join([*MODELS, *MODERN])}")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--opt-level", type=int, default=3,
                    help="the graph passes' opt level (3, as `autosched compile`: FoldScaleAxis "
@@ -247,9 +257,13 @@ def main():
         budgets *= len(names)
     if len(budgets) != len(names):
         raise SystemExit(f"--time-budget: {len(budgets)} durations for {len(names)} models")
+    import onnxruntime
+    print(f"ONNX Runtime {onnxruntime.__version__}, "
+          f"OpenVINO {_version('openvino')}, PyTorch {_version('torch')}")
     for name, budget in zip(names, budgets):
-        if name not in MODELS:
-            raise SystemExit(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
+        if name not in MODELS and name not in MODERN:
+            raise SystemExit(f"unknown model {name!r}; the models are "
+                             f"{', '.join([*MODELS, *MODERN])}")
         one(name, opt.rounds, opt.opt_level, budget, opt.db, opt.also, opt.force_block)
 
 
