@@ -248,17 +248,37 @@ def batch_matmul_reference(inputs, batch, M, N, K):
     return (A.astype("float64") @ B).astype("float32")
 
 
+def batch_matmul_compute(cfg, A, B):
+    """The product stage C[b, i, j] = sum over k of A[b, i, k] * B[b, k, j], reading B
+    through _right_operand; tagged "batch_matmul"."""
+    (batch, M, K), N = ops.get_const_tuple(A.shape), ops.get_const_tuple(B.shape)[2]
+    _, read_b = _right_operand(cfg, K, N, lambda k, j, b: B[b, k, j], batch=(batch,))
+    k = te.reduce_axis((0, K), name="k")
+    return te.compute((batch, M, N), lambda b, i, j: te.sum(A[b, i, k] * read_b(k, j, b),
+                                                           axis=k), name="C",
+                      tag="batch_matmul")
+
+
+def schedule_batch_matmul(cfg, s, product, out) -> None:
+    """Schedule the product stage `product` (from batch_matmul_compute) by `cfg`, in a
+    kernel whose output is `out` (the product, or an elementwise tail over it: as
+    schedule_matmul); the batch axis is the outermost parallel one."""
+    packed = next((t for t in product.op.input_tensors() if t.op.name == "packedB"), None)
+    if out is product:
+        acc = s.cache_write(out, "local")
+    else:
+        ops.inline_tail(s, out, product)
+        acc = product
+    _schedule(cfg, s, out, acc, packed, batch_axes=(s[out].op.axis[0],))
+
+
 @template("batch_matmul", reference=batch_matmul_reference)
 def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
-    """C[b] = A[b] @ B[b]; returns the schedule and [A, B, C]."""
+    """C[b] = A[b] @ B[b] (attention's products); returns the schedule and [A, B, C]."""
     A = te.placeholder((batch, M, K), name="A")
     B = te.placeholder((batch, K, N), name="B")
     _define_knobs(cfg, M, N, K)
-    packed, read_b = _right_operand(cfg, K, N, lambda k, j, b: B[b, k, j], batch=(batch,))
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((batch, M, N), lambda b, i, j: te.sum(A[b, i, k] * read_b(k, j, b), axis=k),
-                   name="C")
+    C = batch_matmul_compute(cfg, A, B)
     s = te.create_schedule(C.op)
-    CC = s.cache_write(C, "local")
-    _schedule(cfg, s, C, CC, packed, batch_axes=(s[C].op.axis[0],))
+    schedule_batch_matmul(cfg, s, C, C)
     return s, [A, B, C]

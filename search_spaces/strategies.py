@@ -49,7 +49,8 @@ from .conv2d_nchwc import schedule_conv2d_nchwc
 from .conv2d_winograd import schedule_conv2d_winograd
 from .depthwise_conv2d import schedule_depthwise_conv2d
 from .library import LIBRARY
-from .matmul import dense_compute, matmul_compute, schedule_dense, schedule_matmul
+from .matmul import (batch_matmul_compute, dense_compute, matmul_compute, schedule_batch_matmul,
+                     schedule_dense, schedule_matmul)
 from .registry import get_template
 
 
@@ -168,8 +169,15 @@ def dense_pack_strategy(call: Call, target) -> list[Candidate]:
 
 
 def matmul_strategy(call: Call, target) -> list[Candidate]:
-    """matmul of 2-D operands -> the matmul template."""
+    """matmul of 2-D operands -> the matmul template; of 3-D float32 operands with one
+    batch extent (attention's products, as the ONNX importer writes them) -> the
+    batch_matmul template."""
     a, b = (a.ty for a in call.args)
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0] and _float32(call):
+        (batch, M, K), N = a.shape, b.shape[2]
+        return _candidate("batch_matmul", (batch, M, N, K),
+                          lambda cfg, ins: batch_matmul_compute(cfg, *ins),
+                          schedule_batch_matmul, "batch_matmul")
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in ("float32",
                                                                          "float64"):
         return []

@@ -9,7 +9,8 @@ The passes run under the current PassContext, or at opt_level 3 outside any (TVM
 default is 2; ours is what `autosched compile` uses, since at 2 no convolution is
 packed and a CNN runs about four times slower): the parameters bound as constants,
 SimplifyInference, FoldConstant, SimplifyLayerNorm (a layer norm written as nine ops
-becomes one), FoldScaleAxis (opt_level 3), FoldConstant again. With
+becomes one), SinkReshape (a dense's bias and activation fuse across the reshapes
+around it), FoldScaleAxis (opt_level 3), FoldConstant again. With
 `external` codegens (Bring Your Own Codegen: "cblas", "ccompiler", or any registered
 with compiler.graph.external.register_external), AnnotateTarget with them in order of
 preference, MergeCompilerRegions and PartitionGraph follow: each region becomes a
@@ -57,7 +58,7 @@ from .op.layout import layout_change
 from .ty import TensorType, TupleType
 from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
                         FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
-                        SimplifyInference, SimplifyLayerNorm)
+                        SimplifyInference, SimplifyLayerNorm, SinkReshape)
 
 
 @deep_stack
@@ -87,7 +88,8 @@ def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
         main = bind_params(main, params)
     with build_scope():
         return Sequential([SimplifyInference(), FoldConstant(), SimplifyLayerNorm(),
-                           FoldScaleAxis(), FoldConstant()])(IRModule.from_expr(main))
+                           SinkReshape(), FoldScaleAxis(),
+                           FoldConstant()])(IRModule.from_expr(main))
 
 
 def build_context() -> PassContext:

@@ -25,6 +25,7 @@ from .op.transform import reshape
 from .partition_graph import partition_graph
 from .reference import apply_op
 from .simplify_layer_norm import simplify_layer_norm
+from .sink_reshape import sink_reshape
 
 
 def _each_function(mod: IRModule, rewrite) -> IRModule:
@@ -157,6 +158,15 @@ def SimplifyLayerNorm():
     return module_pass(lambda mod, ctx: _each_function(
         mod, lambda f: infer_type(simplify_layer_norm(f))), opt_level=1,
         name="SimplifyLayerNorm", required=("InferType",))
+
+
+def SinkReshape():
+    """Reshapes that keep the last axis move below the elementwise ops, layer norms and
+    softmaxes after them, so that a dense's bias and activation fuse across them; two
+    reshapes that meet merge or cancel (sink_reshape.py)."""
+    return module_pass(lambda mod, ctx: _each_function(
+        mod, lambda f: infer_type(sink_reshape(f))), opt_level=1,
+        name="SinkReshape", required=("InferType",))
 
 
 def FoldScaleAxis():

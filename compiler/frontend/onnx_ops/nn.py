@@ -4,8 +4,9 @@ LogSoftmax.
 MatMul is built as what the build schedules best: a constant 2-D weight as nn.dense on
 rows (the activation's leading axes flattened, so a transformer's (batch, sequence,
 hidden) times a weight takes the dense template and its packed weights), two operands
-with the same batch axes as nn.batch_matmul (attention's (batch, heads, S, D) products
-take the batch_matmul template), anything else as the generic matmul.
+with the same batch axes as a 3-D matmul (attention's (batch, heads, S, D) products,
+their batch axes merged, take the batch_matmul template), anything else as the generic
+matmul.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def matmul(ctx, a, b):
         batch = int(np.prod(sa[:-2]))
         a3 = graph.reshape(a, (batch, *sa[-2:])) if len(sa) > 3 else a
         b3 = graph.reshape(b, (batch, *sb[-2:])) if len(sb) > 3 else b
-        out = graph.nn.batch_matmul(a3, graph.transpose(b3, (0, 2, 1)))
+        out = graph.matmul(a3, b3)  # 3-D, one batch extent: the batch_matmul template
         return out if len(sa) == 3 else graph.reshape(out, (*sa[:-1], sb[-1]))
     return graph.matmul(a, b)
 
@@ -91,8 +92,8 @@ def _einsum(ctx, args, attrs, node):
     def size(cs):
         return int(np.prod([dims[c] for c in cs]))
     a3 = arrange(a, la, batch + free_a + contract, (size(batch), size(free_a), size(contract)))
-    b3 = arrange(b, lb, batch + free_b + contract, (size(batch), size(free_b), size(contract)))
-    prod = graph.nn.batch_matmul(a3, b3)
+    b3 = arrange(b, lb, batch + contract + free_b, (size(batch), size(contract), size(free_b)))
+    prod = graph.matmul(a3, b3)
     order = batch + free_a + free_b
     prod = graph.reshape(prod, [dims[c] for c in order])
     return graph.transpose(prod, [order.index(c) for c in out])
