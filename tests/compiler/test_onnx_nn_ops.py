@@ -129,3 +129,41 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
         "", 21 if op_type == "GroupNormalization" else 17)])
     feeds = {"x": rng.standard_normal((1, 7, 9, 13)).astype("float32")}
     check_against_ort(model, feeds)
+
+
+@pytest.mark.parametrize("op_type, nodes, opset, message", [
+    ("ScatterND", [node(In(7, 13), np.array([[1]], "int64"), In(1, 13), reduction="add")], 18,
+     r"reduction='add' is not supported"),
+    ("Gelu", [node(In(7), approximate="fast")], 20, r"approximate='fast' is not supported"),
+    ("Cast", [node(In(7), to=10)], 17, r"to=10 .* is not supported"),
+    ("Einsum", [node(In(2, 7, 13), In(2, 13, 5), equation="...ij,...jk->...ik")], 17,
+     r"equation='...ij,...jk->...ik' is not supported"),
+    ("LayerNormalization", [node(In(7, 13), w(13), outputs=2)], 17,
+     r"the Mean and InvStdDev outputs are not supported"),
+])
+def test_an_unsupported_attribute_is_one_error_naming_the_node_and_the_attribute(
+        op_type, nodes, opset, message):
+    from compiler.errors import FrontendError
+    model, _ = node_model(op_type, nodes, opset)
+    with pytest.raises(FrontendError, match=rf"node {op_type}0 \({op_type}\): {message}"):
+        from_onnx(model)
+
+
+def test_a_value_read_inside_a_fused_group_and_outside_it_builds_and_matches():
+    """Split's halves, an activation that is both a model output and an operand of the
+    next ops, a layer norm feeding two branches: every value has one producing kernel."""
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Gelu", ["h"], ["g"]),
+             helper.make_node("Split", ["g", "halves"], ["a", "b"], axis=-1),
+             helper.make_node("Mul", ["a", "b"], ["ab"]),
+             helper.make_node("Slice", ["g", "zero", "half", "last"], ["g2"]),
+             helper.make_node("Add", ["ab", "g2"], ["y"])]
+    inits = [numpy_helper.from_array(v, k) for k, v in {
+        "w": w(13, 74), "halves": np.array([37, 37], "int64"), "zero": np.array([0], "int64"),
+        "half": np.array([37], "int64"), "last": np.array([-1], "int64")}.items()]
+    g = helper.make_graph(nodes, "branches", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 7, 13])], [helper.make_empty_tensor_value_info(o)
+                                              for o in ("y", "g", "a")], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    check_against_ort(model, {"x": rng.standard_normal((2, 7, 13)).astype("float32")})
