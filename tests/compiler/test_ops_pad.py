@@ -1,4 +1,5 @@
-"""compiler.ops.pad against numpy.pad (constant mode), and its argument errors."""
+"""compiler.ops.pad against numpy.pad (constant, edge and reflect modes), and its
+argument errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,6 +23,19 @@ def test_pad(shape, before, after, value):
     check_build(ops.default_schedule(y), [x, y], [a], [want], rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("mode", ["edge", "reflect"])
+@pytest.mark.parametrize("shape,before,after", [
+    ((13, 7), (1, 6), (12, 0)),
+    ((2, 3, 37), (0, 2, 1), (1, 0, 36)),
+])
+def test_border_modes(mode, shape, before, after):
+    x = te.placeholder(shape, name="x")
+    y = ops.pad(x, before, after, pad_mode=mode)
+    a = randn(1, *shape)
+    want = np.pad(a, list(zip(before, after)), mode=mode)
+    check_build(ops.default_schedule(y), [x, y], [a], [want], rtol=0, atol=0)
+
+
 def test_pad_errors():
     x = te.placeholder((4, 5), name="x")
     with pytest.raises(ValueError, match=r"pad: pad_before must be 2 ints >= 0, one per axis of "
@@ -29,3 +43,9 @@ def test_pad_errors():
         ops.pad(x, (1,))
     with pytest.raises(ValueError, match=r"pad: pad_after must be 2 ints >= 0.*\[0, -1\]"):
         ops.pad(x, (1, 1), [0, -1])
+    with pytest.raises(ValueError, match=r"pad: pad_mode 'wrap' is not one of constant, "
+                                         r"edge, reflect"):
+        ops.pad(x, (1, 1), pad_mode="wrap")
+    with pytest.raises(ValueError, match=r"pad: reflect padding \(\(0, 5\), \(0, 0\)\) must "
+                                         r"be at most the extent minus one"):
+        ops.pad(x, (0, 5), (0, 0), pad_mode="reflect")
