@@ -233,11 +233,23 @@ def _batch_flatten_rel(types, attrs):
 
 def _pad_rel(types, attrs):
     data, = tensor_args("nn.pad", types, 1)
-    width = attrs["pad_width"]
+    width, mode = attrs["pad_width"], attrs["pad_mode"]
     if len(width) != data.ndim:
         raise GraphTypeError(f"nn.pad: pad_width {width} needs one (before, after) per axis "
                              f"of {data.shape}")
+    if mode not in ops.PAD_MODES:
+        raise GraphTypeError(f"nn.pad: pad_mode {mode!r} is not one of "
+                             f"{', '.join(ops.PAD_MODES)}")
+    if mode == "reflect" and any(max(w) >= d for d, w in zip(data.shape, width) if any(w)):
+        raise GraphTypeError(f"nn.pad: reflect padding {width} must be smaller than each "
+                             f"padded axis of {data.shape}")
     return TensorType([d + a + b for d, (a, b) in zip(data.shape, width)], data.dtype)
+
+
+def _pad_ref(args, attrs):
+    if attrs["pad_mode"] == "constant":
+        return np.pad(args[0], attrs["pad_width"], constant_values=attrs["pad_value"])
+    return np.pad(args[0], attrs["pad_width"], mode=attrs["pad_mode"])
 
 
 register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, {"axis": 1}, 2,
@@ -270,16 +282,18 @@ register_op("nn.batch_norm", _batch_norm_rel, OpPattern.OPAQUE,
 register_op("nn.batch_flatten", _batch_flatten_rel, OpPattern.INJECTIVE, {}, 1,
             compute=reshape_compute,
             reference=lambda a, at: a[0].reshape(a[0].shape[0], -1), layout=needs_nchw)
-register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE, {"pad_width": (), "pad_value": 0.0}, 1,
+register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE,
+            {"pad_width": (), "pad_value": 0.0, "pad_mode": "constant"}, 1,
             compute=lambda ins, at, ty: ops.pad(ins[0], [a for a, _ in at["pad_width"]],
                                                 [b for _, b in at["pad_width"]],
-                                                at["pad_value"]),
-            reference=lambda a, at: np.pad(a[0], at["pad_width"],
-                                           constant_values=at["pad_value"]),
-            layout=needs_nchw,
+                                                at["pad_value"], at["pad_mode"]),
+            reference=_pad_ref, layout=needs_nchw,
             samples=lambda: [([_t(7, 13)], {"pad_width": ((1, 2), (0, 3)), "pad_value": 0.5}),
                              ([_t(1, 3, 13, 7)], {"pad_width": ((0, 0), (0, 0), (1, 1),
-                                                                (2, 0)), "pad_value": 0.0})])
+                                                                (2, 0)), "pad_value": 0.0}),
+                             *[([_t(2, 3, 13, 7)], {"pad_width": ((0, 0), (1, 0), (2, 3),
+                                                                  (6, 1)), "pad_mode": mode})
+                               for mode in ("edge", "reflect")]])
 
 
 def dense(data: Expr, weight: Expr) -> Call:
@@ -330,6 +344,8 @@ def batch_flatten(data: Expr) -> Call:
     return call("nn.batch_flatten", [data])
 
 
-def pad(data: Expr, pad_width, pad_value: float = 0.0) -> Call:
+def pad(data: Expr, pad_width, pad_value: float = 0.0, pad_mode: str = "constant") -> Call:
+    """`data` padded by pad_width ((before, after) per axis) with `pad_value`, or its edge
+    or reflection (pad_mode "edge", "reflect": compiler.ops.pad)."""
     return call("nn.pad", [data], pad_width=tuple((int(a), int(b)) for a, b in pad_width),
-                pad_value=float(pad_value))
+                pad_value=float(pad_value), pad_mode=str(pad_mode))
