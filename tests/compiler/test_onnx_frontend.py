@@ -160,12 +160,12 @@ def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
         from_onnx(tmp_path / "junk.onnx")
     with pytest.raises(FrontendError, match="nothere.onnx: no such file"):
         from_onnx(tmp_path / "nothere.onnx")
-    ceil = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1,
-                                   name="pool")], [tensor("x", [1, 1, 5, 5])],
-                 [tensor("y", None)], [])
-    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): ceil_mode=1 is not "
-                                            r"supported"):
-        from_onnx(ceil)
+    same = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2],
+                                   auto_pad="SAME_UPPER", name="pool")],
+                 [tensor("x", [1, 1, 5, 5])], [tensor("y", None)], [])
+    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): auto_pad='SAME_UPPER' "
+                                            r"is not supported"):
+        from_onnx(same)
     with pytest.raises(FrontendError, match="shape= names y, which are not inputs"):
         from_onnx(mlp(), shape={"y": (1,)})
 

@@ -1,7 +1,13 @@
-"""Converters of ONNX's image ops: convolutions, pools, padding."""
+"""Converters of ONNX's image ops: convolutions (ConvTranspose as an ordinary convolution
+on the dilated input), pools (ceil_mode, dilations), padding (constant, edge, reflect)
+and resizing (Resize, Upsample), on 4-D NCHW data."""
 from __future__ import annotations
 
+import numpy as np
+
 from ... import graph
+from ...graph.op import image, pool, transform
+from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
 from .common import pads, text
 
 
@@ -13,12 +19,81 @@ def _conv(ctx, args, attrs, node):
     return out if bias is None else graph.nn.bias_add(out, bias)
 
 
+def _image(ctx, expr, what: str = "input") -> tuple:
+    """The shape of an NCHW image (a ValueError for any other rank)."""
+    shape = ctx.shape(expr)
+    if len(shape) != 4:
+        raise ValueError(f"its {what} of shape {shape} is not supported (4-D NCHW only)")
+    return shape
+
+
+def _conv_transpose(ctx, args, attrs, node):
+    """Y = ConvTranspose(X, W) as a convolution of W flipped on H and W, its in and out
+    channels swapped in each group, over X dilated by the strides and padded by
+    dilation * (kernel - 1) less the pads (plus output_padding at the end); pads beyond
+    that crop the dilated input instead."""
+    data, weight, bias = (args + [None])[:3]
+    if not ctx.known(weight):
+        raise ValueError(f"its weight {node.input[1]!r} must be a constant (an initializer "
+                         f"or computed from them), not computed at run time")
+    _image(ctx, data)
+    channels, per_group, kh, kw = _image(ctx, weight, "weight")
+    group = attrs.get("group", 1)
+    strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
+    (top, left, bottom, right), extra = _transpose_pads(ctx.shape(data)[2:], (kh, kw),
+                                                        strides, dilation, attrs)
+    w = graph.reshape(weight, (group, channels // group, per_group, kh, kw))
+    w = graph.reshape(graph.transpose(w, (0, 2, 1, 3, 4)),
+                      (group * per_group, channels // group, kh, kw))
+    w = transform.strided_slice(w, (0, 0, kh - 1, kw - 1),
+                                (group * per_group, channels // group, -kh - 1, -kw - 1),
+                                (1, 1, -1, -1))
+    x = data if tuple(strides) == (1, 1) else image.dilate(data, (1, 1, *strides))
+    h, wd = ctx.shape(x)[2:]
+    before = [dilation[0] * (kh - 1) - top, dilation[1] * (kw - 1) - left]
+    after = [dilation[0] * (kh - 1) - bottom + extra[0],
+             dilation[1] * (kw - 1) - right + extra[1]]
+    if min(before + after) < 0:
+        x = transform.strided_slice(x, (0, 0, max(0, -before[0]), max(0, -before[1])),
+                                    ctx.shape(x)[:2] + (h - max(0, -after[0]),
+                                                        wd - max(0, -after[1])))
+    out = graph.nn.conv2d(x, w, padding=tuple(max(0, p) for p in before + after),
+                          dilation=dilation, groups=group)
+    return out if bias is None else graph.nn.bias_add(out, bias)
+
+
+def _transpose_pads(size, kernel, strides, dilation, attrs) -> tuple:
+    """ConvTranspose's ((top, left, bottom, right), output_padding): its pads, or those
+    that give its output_shape, split as ONNX's rule for auto_pad NOTSET (the odd one at
+    the start); an output_shape beyond the full output grows output_padding."""
+    extra = list(attrs.get("output_padding", (0, 0)))
+    given = pads(attrs)  # (and auto_pad NOTSET)
+    if "output_shape" not in attrs:
+        return given, extra
+    shape = list(attrs["output_shape"])
+    if len(shape) != 2:
+        raise ValueError(f"output_shape={shape} is not supported (two values, H and W)")
+    found = [0, 0, 0, 0]
+    for ax in range(2):
+        full = strides[ax] * (size[ax] - 1) + extra[ax] + dilation[ax] * (kernel[ax] - 1) + 1
+        total = full - shape[ax]
+        if total < 0:
+            extra[ax] -= total
+            total = 0
+        found[ax], found[ax + 2] = total - total // 2, total // 2
+    return tuple(found), extra
+
+
 def _pool(kind):
     def convert(ctx, args, attrs, node):
-        if attrs.get("ceil_mode", 0):
-            raise ValueError("ceil_mode=1 is not supported")
-        common = {"pool_size": attrs["kernel_shape"], "strides": attrs.get("strides", (1, 1)),
-                  "padding": pads(attrs)}
+        kernel = list(attrs["kernel_shape"])
+        if len(kernel) != 2:
+            raise ValueError(f"kernel_shape={kernel} is not supported (2-D pools only)")
+        if len(node.output) > 1 and node.output[1]:
+            raise ValueError("its Indices output is not supported")
+        common = {"pool_size": kernel, "strides": attrs.get("strides", (1, 1)),
+                  "padding": pads(attrs), "dilation": attrs.get("dilations", (1, 1)),
+                  "ceil_mode": bool(attrs.get("ceil_mode", 0))}
         if kind == "max":
             return graph.nn.max_pool2d(args[0], **common)
         return graph.nn.avg_pool2d(args[0], count_include_pad=bool(
@@ -28,21 +103,111 @@ def _pool(kind):
 
 def _pad(ctx, args, attrs, node):
     mode = text(attrs.get("mode", "constant"))
-    if mode != "constant":
-        raise ValueError(f"mode={mode!r} is not supported (constant only)")
+    if mode not in ("constant", "edge", "reflect"):
+        raise ValueError(f"mode={mode!r} is not supported (constant, edge, reflect)")
+    shape = ctx.shape(args[0])
     if ctx.opset >= 11:
-        widths = [int(p) for p in ctx.value(args[1], "pads")]
-        value = float(ctx.optional(args, 2, "constant_value", 0.0))
+        widths = [int(p) for p in ctx.value(args[1], "pads").reshape(-1)]
+        value = ctx.optional(args, 2, "constant_value", np.zeros(1))
+        value = float(np.asarray(value).reshape(-1)[0]) if np.size(value) else 0.0
+        axes = ctx.optional(args, 3, "axes")
     else:
-        widths, value = list(attrs["pads"]), float(attrs.get("value", 0.0))
+        widths, value, axes = list(attrs["pads"]), float(attrs.get("value", 0.0)), None
     n = len(widths) // 2
-    return graph.nn.pad(args[0], list(zip(widths[:n], widths[n:])), value)
+    if axes is not None:  # opset 18: pads for these axes only
+        full = [0] * (2 * len(shape))
+        for k, a in enumerate(int(a) % len(shape) for a in np.reshape(axes, -1)):
+            full[a], full[a + len(shape)] = widths[k], widths[k + n]
+        widths, n = full, len(shape)
+    if n != len(shape):
+        raise ValueError(f"pads={widths} has {n} pairs for an input of {len(shape)} "
+                         f"dimensions")
+    before, after = widths[:n], widths[n:]
+    x = args[0]
+    if min(widths) < 0:  # a negative pad crops
+        x = transform.strided_slice(x, [max(0, -b) for b in before],
+                                    [d - max(0, -a) for d, a in zip(shape, after)])
+    return graph.nn.pad(x, [(max(0, b), max(0, a)) for b, a in zip(before, after)], value,
+                        mode)
+
+
+def _resize(ctx, args, attrs, node):
+    """Resize: opset 10 as Upsample; opsets 11 to 19 by their attributes, each value
+    this importer does not compute a ValueError naming it."""
+    if ctx.opset < 11:
+        return _upsample(ctx, args, attrs, node)
+    for name, default, supported in (
+            ("mode", "nearest", ("nearest", "linear")),
+            ("coordinate_transformation_mode", "half_pixel", COORDINATE_MODES),
+            ("nearest_mode", "round_prefer_floor", ROUNDING_METHODS),
+            ("keep_aspect_ratio_policy", "stretch", ("stretch",))):
+        value = text(attrs.get(name, default))
+        if value not in supported:
+            raise ValueError(f"{name}={value!r} is not supported ({', '.join(supported)})")
+    for name in ("antialias", "exclude_outside"):
+        if attrs.get(name, 0):
+            raise ValueError(f"{name}={attrs[name]} is not supported (0 only)")
+    shape = _image(ctx, args[0])
+    scales = ctx.optional(args, 2, "scales")
+    sizes = ctx.optional(args, 3, "sizes")
+    scales = None if scales is None or scales.size == 0 else [float(s) for s in scales]
+    sizes = None if sizes is None or sizes.size == 0 else [int(s) for s in sizes]
+    if (scales is None) == (sizes is None):
+        raise ValueError("it needs exactly one of the scales and sizes inputs")
+    axes = [int(a) % 4 for a in attrs.get("axes", range(4))]
+    given = scales if sizes is None else sizes
+    if len(given) != len(axes):
+        raise ValueError(f"{'scales' if sizes is None else 'sizes'}={given} has not one "
+                         f"value per axis of {axes}")
+    full = [1.0] * 4 if sizes is None else list(shape)
+    for a, v in zip(axes, given):
+        full[a] = v
+    mode = text(attrs.get("mode", "nearest"))
+    return _resize2d(args[0], shape, full if sizes is None else None,
+                     None if sizes is None else full,
+                     "nearest_neighbor" if mode == "nearest" else "linear",
+                     text(attrs.get("coordinate_transformation_mode", "half_pixel")),
+                     text(attrs.get("nearest_mode", "round_prefer_floor")))
+
+
+def _resize2d(x, shape, scales, sizes, method, mode, rounding):
+    """image.resize2d of NCHW `x` of `shape` by 4 `scales` (out = floor(in * scale), in
+    float32 as ONNX Runtime) or to 4 `sizes`; N and C must keep their extent."""
+    if sizes is None:
+        sizes = [int(np.float32(s) * np.float32(d)) for s, d in zip(scales, shape)]
+    if tuple(sizes[:2]) != tuple(shape[:2]):
+        what = f"scales={scales}" if scales is not None else f"sizes={sizes}"
+        raise ValueError(f"{what} resizes N or C, which is not supported (H and W only)")
+    return image.resize2d(x, sizes[2:], () if scales is None else scales[2:], method, mode,
+                          rounding)
+
+
+def _upsample(ctx, args, attrs, node):
+    """Upsample (opsets 7 to 9) and Resize-10: scales, asymmetric coordinates; nearest
+    rounds down when up-sampling and up when down-sampling (ONNX Runtime's)."""
+    mode = text(attrs.get("mode", "nearest"))
+    if mode not in ("nearest", "linear"):
+        raise ValueError(f"mode={mode!r} is not supported (nearest, linear)")
+    shape = _image(ctx, args[0])
+    scales = [float(s) for s in (attrs["scales"] if "scales" in attrs else
+                                 ctx.value(args[1], "scales").reshape(-1))]
+    down = {s < 1 for s in scales[2:]}
+    if len(down) > 1:
+        raise ValueError(f"scales={scales} up-samples one axis and down-samples the other, "
+                         f"which is not supported with mode={mode!r}")
+    return _resize2d(args[0], shape, scales, None,
+                     "nearest_neighbor" if mode == "nearest" else "linear", "asymmetric",
+                     "ceil" if down == {True} else "floor")
 
 
 CONVERTERS = {
     "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
     "MaxPool": _pool("max"),
     "AveragePool": _pool("avg"),
     "GlobalAveragePool": lambda c, a, at, n: graph.nn.global_avg_pool2d(a[0]),
+    "GlobalMaxPool": lambda c, a, at, n: pool.global_max_pool2d(a[0]),
     "Pad": _pad,
+    "Resize": _resize,
+    "Upsample": _upsample,
 }
