@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 
 from ..ir import expr as E
 from ..ir.functor import children, map_children
@@ -195,6 +196,9 @@ def _fold(e: E.Expr):
     if not (isinstance(a, (E.IntImm, E.FloatImm)) and isinstance(b, (E.IntImm, E.FloatImm))):
         return None
     x, y, t = a.value, b.value, type(e)
+    single = E.element(a.dtype) == "float32"
+    if single:  # what the kernel computes: float32 operands, the result rounded once
+        x, y = _float32(x), _float32(y)
     if t in _FOLD:
         v = _FOLD[t](x, y)
     elif t is E.FloorDiv and y != 0:
@@ -213,7 +217,19 @@ def _fold(e: E.Expr):
         v = bool(x) or bool(y)
     else:
         return None
+    if single and isinstance(v, float):
+        v = _float32(v)
     return E.const(v, e.dtype)
+
+
+def _float32(v: float) -> float:
+    """`v` rounded to the nearest float32 (a constant folded in double precision would
+    otherwise differ from the kernel's float32 arithmetic: a nearest-neighbour
+    coordinate of exactly 18 folded to 17.999998 picks the wrong pixel)."""
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:  # beyond float32's range: what the kernel's float32 gives
+        return math.copysign(math.inf, v)
 
 
 def _is_const(e, v=None) -> bool:

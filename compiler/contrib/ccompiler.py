@@ -52,8 +52,9 @@ def takes(call: Call) -> bool:
     if name == "nn.conv2d":
         return attrs["data_layout"] == "NCHW" and attrs["kernel_layout"] == "OIHW" and \
             attrs["out_layout"] in ("", "NCHW")
-    if name in WINDOWED:
-        return attrs["layout"] == "NCHW"
+    if name in WINDOWED:  # its loops know plain windows only: no dilation, no ceil_mode
+        return attrs["layout"] == "NCHW" and tuple(attrs.get("dilation", (1, 1))) == (1, 1) \
+            and not attrs.get("ceil_mode", False)
     if name == "matmul":
         return all(a.ty.ndim == 2 for a in call.args)
     if name == "nn.dense":

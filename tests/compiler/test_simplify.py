@@ -61,3 +61,13 @@ def test_const_bound_interval_arithmetic():
     assert const_bound(i * j, b) == (-6, 15)
     assert const_bound(te.floormod(i, 8), b) == (0, 3)
     assert const_bound(te.floordiv(j, 2), b) == (-1, 2)
+
+
+def test_float32_constants_fold_as_the_kernel_computes_them_in_float32():
+    import numpy as np
+    folded = simplify(E.Mul(E.FloatImm(0.1, "float32"), E.FloatImm(3.0, "float32")))
+    assert folded.value == float(np.float32(0.1) * np.float32(3.0))
+    big = simplify(E.Mul(E.FloatImm(3e38, "float32"), E.FloatImm(10.0, "float32")))
+    assert big.value == float("inf")
+    double = simplify(E.Mul(E.FloatImm(0.1, "float64"), E.FloatImm(3.0, "float64")))
+    assert double.value == 0.1 * 3.0
