@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from .functor import ExprMutator
 from .infer_type import infer_type
@@ -163,7 +164,7 @@ class LayoutContext(ExprMutator):
         types = [self.nchw_type(a) for a in call.args]
         new = fn(dict(call.attrs), nchw, types, call.ty)
         if isinstance(new, Call) and choose and self.choose and \
-                _keeps_original(call, nchw, types, new):
+                _keeps_original(call, nchw, types, _implementation(new)):
             return None
         if isinstance(new, Call) and is_packed(new.attrs.get("data_layout", "NCHW")):
             layout = new.attrs["data_layout"]
@@ -284,6 +285,16 @@ def implementation_forms(call: Call, data_layout: str = "NCHW") -> list[Call]:
     call's implementations puts to the chooser (AlterOpLayout, the layout planner, the
     cblas codegen, `autosched log best`), so that they order them alike."""
     return [*altered_forms(call, data_layout), call]
+
+
+def _implementation(new: Call) -> Call:
+    """The call of an alteration's result that implements the op: the result itself, or
+    the call under the slices and reshapes around it (a dense_pack on padded rows,
+    sliced back)."""
+    while isinstance(new.op, Op) and new.op.pattern <= OpPattern.INJECTIVE and new.args \
+            and isinstance(new.args[0], Call):
+        new = new.args[0]
+    return new
 
 
 def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:

@@ -167,3 +167,18 @@ def test_a_value_read_inside_a_fused_group_and_outside_it_builds_and_matches():
                                               for o in ("y", "g", "a")], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
     check_against_ort(model, {"x": rng.standard_normal((2, 7, 13)).astype("float32")})
+
+
+def test_a_dense_of_a_prime_number_of_rows_runs_on_padded_rows_and_matches():
+    """37 rows have no divisor for a register tile: the dense runs on 40 zero-padded
+    rows (AVX-512's rule: 5 rows of a 64-column panel), sliced back to 37."""
+    from compiler import Target, graph
+    from compiler.transform.pass_infra import PassContext
+    model, feeds = node_model("MatMul", [node(In(37, 13), w(13, 64))])
+    check_against_ort(model, feeds)  # on the host's target, whatever its rule says
+    mod, params = from_onnx(model)
+    with Target("llvm -mcpu=skylake-avx512"), PassContext(opt_level=3):
+        fn = graph.optimize(mod, params)
+    kernels = [e.op for e in post_order(fn.body) if isinstance(e, Call)]
+    ops = [c.op.name for k in kernels for c in post_order(k.body) if isinstance(c, Call)]
+    assert ops == ["nn.pad", "nn.contrib_dense_pack", "strided_slice"]
