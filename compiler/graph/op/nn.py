@@ -84,6 +84,12 @@ def _dense_compute(ins, at, ty):
                                                   axis=k), name="dense")
 
 
+PAD_ROWS_FROM = 64
+"""The fewest rows a dense_pack is padded to a multiple of 8 from (alter_dense_pack):
+a transformer's tokens. Below, the padding is a large share of the work (a batch-1
+classifier's one row would be eight), and small models keep their workloads."""
+
+
 def alter_dense_pack(attrs, inputs, tinfos, out_type):
     """The built-in alteration of nn.dense (Relay's FTVMAlterOpLayout signature): a
     constant weight (N, K) packed once, here, in panels of the first of dense_panels()
@@ -93,7 +99,7 @@ def alter_dense_pack(attrs, inputs, tinfos, out_type):
     width divides (the dense template then packs). Rows whose count has no divisor
     that makes a good register tile (197: a ViT's tokens, a prime) are padded with zero
     rows to a multiple of 8, and the product sliced back (a 1-row tile ran at a
-    quarter of the speed)."""
+    quarter of the speed), from PAD_ROWS_FROM rows on."""
     data, weight = tinfos
     if not isinstance(inputs[1], Constant) or len(data.shape) != 2 or \
             data.dtype != "float32":
@@ -104,7 +110,7 @@ def alter_dense_pack(attrs, inputs, tinfos, out_type):
     packed = Constant(pack_dense_weight(inputs[1].data, block))
     rows = data.shape[0]
     padded = -(-rows // 8) * 8
-    if padded == rows or _row_tile(padded, block) < 2 * _row_tile(rows, block):
+    if rows < PAD_ROWS_FROM or _row_tile(padded, block) < 2 * _row_tile(rows, block):
         return contrib_dense_pack(inputs[0], packed)
     x = pad(inputs[0], ((0, padded - rows), (0, 0)))
     return strided_slice(contrib_dense_pack(x, packed), (0, 0), (rows, weight.shape[0]))
