@@ -46,7 +46,9 @@ def deep_stack(fn):
             _active[0] += 1
             old_size = threading.stack_size(STACK_BYTES)
             try:
-                thread = threading.Thread(target=target, name=f"deep:{fn.__name__}")
+                # a daemon: an interrupted caller does not wait for it at exit
+                thread = threading.Thread(target=target, name=f"deep:{fn.__name__}",
+                                          daemon=True)
                 thread.start()
             finally:
                 threading.stack_size(old_size)

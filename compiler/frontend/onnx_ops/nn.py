@@ -117,7 +117,7 @@ def _ones(ctx, x, shape, value=1.0):
     return Constant(np.full(shape, value, ctx.dtype(x)))
 
 
-def _per_channel(ctx, x, shape, v):
+def _per_channel(shape, v):
     """`v` (C,) as (C, 1, ..., 1), to broadcast along axis 1 of data of `shape`."""
     return graph.reshape(v, (shape[1],) + (1,) * (len(shape) - 2))
 
@@ -142,8 +142,8 @@ def _instance_norm(ctx, args, attrs, node):
     trailing = shape[2:]
     normed = nn.layer_norm(x, _ones(ctx, x, trailing), _ones(ctx, x, trailing, 0.0), 2,
                            attrs.get("epsilon", 1e-5))
-    return graph.add(graph.multiply(normed, _per_channel(ctx, x, shape, scale)),
-                     _per_channel(ctx, x, shape, bias))
+    return graph.add(graph.multiply(normed, _per_channel(shape, scale)),
+                     _per_channel(shape, bias))
 
 
 def _group_norm(ctx, args, attrs, node):
@@ -163,8 +163,8 @@ def _group_norm(ctx, args, attrs, node):
             return graph.reshape(broadcast_to(graph.reshape(v, (groups, 1)),
                                               (groups, c // groups)), (c,))
         scale, bias = per_group(scale), per_group(bias)
-    return graph.add(graph.multiply(normed, _per_channel(ctx, x, shape, scale)),
-                     _per_channel(ctx, x, shape, bias))
+    return graph.add(graph.multiply(normed, _per_channel(shape, scale)),
+                     _per_channel(shape, bias))
 
 
 CONVERTERS = {
