@@ -48,7 +48,10 @@ CASES = {  # name: (op type, opset, nodes)
         node(In(1, 37, 7, 13), w(37, 7, 3, 3), w(7), pads=[1, 1, 1, 1]),
         node(In(1, 16, 7, 13), w(16, 16, 4, 4), w(16), strides=[2, 2], pads=[1, 1, 1, 1]),
         node(In(1, 4, 7, 5), w(4, 3, 3, 3), strides=[2, 2], output_shape=[14, 12]),
-        node(In(1, 4, 7, 5), w(4, 3, 3, 3), strides=[2, 2], output_shape=[16, 10])]),
+        node(In(1, 4, 7, 5), w(4, 3, 3, 3), strides=[2, 2], output_shape=[16, 10]),
+        # stride = kernel: the windows over the dilated input do not overlap
+        node(In(1, 16, 7, 13), w(16, 13, 2, 2), w(13), strides=[2, 2]),
+        node(In(2, 7, 5, 6), w(7, 5, 3, 2), strides=[3, 2])]),
     "MaxPool": ("MaxPool", 17, [
         node(In(1, 7, 13, 13), kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
         node(In(1, 7, 13, 37), kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1],
@@ -212,3 +215,4 @@ def test_unsupported_values_are_named(op_type, nodes, opset, message):
 def test_max_pool_indices_are_not_supported():
     found = _error("MaxPool", [node(In(1, 7, 13, 13), outputs=2, kernel_shape=[2, 2])], 17)
     assert "its Indices output is not supported" in found
+
