@@ -113,7 +113,8 @@ def _softmax(kind):
     return convert
 
 
-def _ones(ctx, x, shape, value=1.0):
+def _full(ctx, x, shape, value: float):
+    """A constant of `shape` filled with `value`, in the dtype of `x`."""
     return Constant(np.full(shape, value, ctx.dtype(x)))
 
 
@@ -131,7 +132,7 @@ def _layer_norm(ctx, args, attrs, node):
     trailing = shape[at:]
     if ctx.shape(scale) != trailing:
         scale = broadcast_to(scale, trailing)
-    bias = _ones(ctx, x, trailing, 0.0) if bias is None else \
+    bias = _full(ctx, x, trailing, 0.0) if bias is None else \
         bias if ctx.shape(bias) == trailing else broadcast_to(bias, trailing)
     return nn.layer_norm(x, scale, bias, at, attrs.get("epsilon", 1e-5))
 
@@ -140,7 +141,7 @@ def _instance_norm(ctx, args, attrs, node):
     x, scale, bias = args
     shape = ctx.shape(x)
     trailing = shape[2:]
-    normed = nn.layer_norm(x, _ones(ctx, x, trailing), _ones(ctx, x, trailing, 0.0), 2,
+    normed = nn.layer_norm(x, _full(ctx, x, trailing, 1.0), _full(ctx, x, trailing, 0.0), 2,
                            attrs.get("epsilon", 1e-5))
     return graph.add(graph.multiply(normed, _per_channel(shape, scale)),
                      _per_channel(shape, bias))
@@ -155,7 +156,7 @@ def _group_norm(ctx, args, attrs, node):
         raise ValueError(f"num_groups={groups} does not divide the {c} channels")
     rest = int(np.prod(shape[2:])) * (c // groups)
     grouped = graph.reshape(x, (n, groups, rest))
-    normed = nn.layer_norm(grouped, _ones(ctx, x, (rest,)), _ones(ctx, x, (rest,), 0.0), 2,
+    normed = nn.layer_norm(grouped, _full(ctx, x, (rest,), 1.0), _full(ctx, x, (rest,), 0.0), 2,
                            attrs.get("epsilon", 1e-5))
     normed = graph.reshape(normed, shape)
     if ctx.shape(scale) == (groups,) and groups != c:  # opset 18: one scale per group
