@@ -13,7 +13,7 @@ from ...ops.pattern import OpPattern
 from ...ops.shape import broadcast_index
 from ..expr import Call, Expr, Tuple
 from ..ty import TensorType, TupleType
-from .layout import block_of, keeps_layout
+from .layout import block_of, is_packed, keeps_layout
 from .registry import GraphTypeError, call, needs_nchw, register_op
 from .relations import axis_of, same_dtype, tensor_args
 
@@ -193,13 +193,37 @@ def _strided_slice_ref(args, attrs):
                                                       attrs["strides"]))]
 
 
+@keeps_layout
+def _strided_slice_layout(ctx, call: Call) -> Expr | None:
+    """A 4-D slice of packed data whose channel range is whole blocks (a Split of a
+    C2f block's channels) and whose steps are positive slices the blocks as they are
+    (axis 1 of NCHW[x]c counts blocks); any other is sliced in NCHW."""
+    data = call.args[0]
+    layout = ctx.layout_of(data)
+    if not is_packed(layout) or len(call.ty.shape) != 4:
+        return None
+    block = block_of(layout)
+    ranges = slice_ranges(ctx.nchw_type(data).shape, call.attrs["begin"], call.attrs["end"],
+                          call.attrs["strides"])
+    (c0, c_step, count) = ranges[1]
+    if any(step < 1 for _, step, _ in ranges) or c_step != 1 or c0 % block or count % block:
+        return None
+    begin = [start for start, _, _ in ranges]
+    end = [start + step * (n - 1) + 1 for start, step, n in ranges]
+    begin[1], end[1] = c0 // block, (c0 + count) // block
+    attrs = {"begin": (*begin, 0), "end": (*end, block),
+             "strides": (*[step for _, step, _ in ranges], 1)}
+    return ctx.mark(Call(call.op, (data,), attrs), layout)
+
+
 def _strided_slice_samples():
     t = TensorType((7, 13, 37), "float32")
     big = 2 ** 62
+    image = TensorType((1, 16, 7, 13), "float32")  # packed in the registry's test
     return [([t], {"begin": (0, 2, 1), "end": (7, 11, 37), "strides": (1, 3, 2)}),
             ([t], {"begin": (-1, 12, 0), "end": (-big, 0, big), "strides": (-1, -2, 5)}),
-            ([TensorType((1, 16, 7, 13), "float32")],
-             {"begin": (0, 8, 0, 0), "end": (1, 16, 7, 13), "strides": (1, 1, 1, 1)})]
+            ([image], {"begin": (0, 8, 0, 0), "end": (1, 16, 7, 13), "strides": (1, 1, 1, 1)}),
+            ([image], {"begin": (0, 0, 1, 0), "end": (1, 16, 7, 13), "strides": (1, 1, 2, 3)})]
 
 
 def _take_rel(types, attrs):
@@ -291,7 +315,8 @@ def _trilu_rel(types, attrs):
 
 register_op("strided_slice", _strided_slice_rel, OpPattern.INJECTIVE,
             {"begin": (), "end": (), "strides": ()}, 1, compute=_strided_slice_compute,
-            reference=_strided_slice_ref, layout=needs_nchw, samples=_strided_slice_samples)
+            reference=_strided_slice_ref, layout=_strided_slice_layout,
+            samples=_strided_slice_samples)
 register_op("take", _take_rel, OpPattern.INJECTIVE, {"axis": 0}, 2, compute=_take_compute,
             reference=lambda a, at: np.take(a[0], np.where(a[1] < 0, a[1] + a[0].shape[
                 at["axis"]], a[1]), axis=at["axis"]), layout=needs_nchw, samples=_take_samples)
