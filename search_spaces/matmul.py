@@ -160,20 +160,13 @@ def schedule_matmul(cfg, s, product, out) -> None:
     cache, or the last stage of an elementwise tail over it, whose stages between are
     inlined, `product` then being the accumulator, so the tail is applied as each
     register tile is stored."""
-    _schedule_product(cfg, s, product, out, batched=False)
-
-
-def _schedule_product(cfg, s, product, out, batched: bool) -> None:
-    """schedule_matmul's and schedule_batch_matmul's body: the accumulator (a local
-    cache of `out`, or `product` under an inlined tail), then _schedule; the batch axis,
-    when `batched`, outermost."""
     packed = next((t for t in product.op.input_tensors() if t.op.name == "packedB"), None)
     if out is product:
         acc = s.cache_write(out, "local")
     else:
         ops.inline_tail(s, out, product)
         acc = product
-    _schedule(cfg, s, out, acc, packed, batch_axes=(s[out].op.axis[0],) if batched else ())
+    _schedule(cfg, s, out, acc, packed)
 
 
 def dense_compute(cfg, X, W):
@@ -270,7 +263,13 @@ def schedule_batch_matmul(cfg, s, product, out) -> None:
     """Schedule the product stage `product` (from batch_matmul_compute) by `cfg`, in a
     kernel whose output is `out` (the product, or an elementwise tail over it: as
     schedule_matmul); the batch axis is the outermost parallel one."""
-    _schedule_product(cfg, s, product, out, batched=True)
+    packed = next((t for t in product.op.input_tensors() if t.op.name == "packedB"), None)
+    if out is product:
+        acc = s.cache_write(out, "local")
+    else:
+        ops.inline_tail(s, out, product)
+        acc = product
+    _schedule(cfg, s, out, acc, packed, batch_axes=(s[out].op.axis[0],))
 
 
 @template("batch_matmul", reference=batch_matmul_reference)
