@@ -47,12 +47,11 @@ def _scalar(e) -> float | None:
 
 
 def _trailing_axis(mean: Call) -> int | None:
-    """The first axis of a keepdims mean over trailing axes, else None."""
+    """The first axis of a keepdims mean over trailing axes (0 for all), else None."""
+    if not mean.attrs["keepdims"]:
+        return None
     ndim = len(mean.args[0].ty.shape)
-    axes = mean.attrs["axis"]
-    if not mean.attrs["keepdims"] or axes is None:
-        return None if not mean.attrs["keepdims"] else 0
-    axes = sorted(a % ndim for a in axes)
+    axes = sorted(a % ndim for a in (mean.attrs["axis"] or range(ndim)))
     return axes[0] if axes == list(range(axes[0], ndim)) else None
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...graph.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
 from ...graph.op import Op
+from ...graph.reference import apply_op
 from ...graph.ty import TensorType, TupleType
 
 DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
@@ -103,7 +104,7 @@ class Context:
             elif isinstance(e, Call) and isinstance(e.op, Op):
                 args = tuple(visit(a) for a in e.args)
                 if args and all(_constant(a) for a in args) and e.op.reference is not None:
-                    out = _evaluate(self, e.op, args, e.attrs)
+                    out = _evaluate(e.op, args, e.attrs)
                 elif any(a is not b for a, b in zip(args, e.args)):
                     out = Call(e.op, args, e.attrs)
             memo[id(e)] = out
@@ -119,16 +120,15 @@ def _constant(expr) -> bool:
         all(isinstance(f, Constant) for f in expr.fields)
 
 
-def _evaluate(ctx: Context, op: Op, args: tuple, attrs) -> Expr:
-    """The constant(s) `op` computes on constant `args`."""
+def _evaluate(op: Op, args: tuple, attrs) -> Expr:
+    """The constant(s) `op` computes on constant `args` (the evaluator's apply_op: the
+    op's reference, in the dtypes its type relation gives)."""
     arrays = [tuple(f.data for f in a.fields) if isinstance(a, Tuple) else a.data
               for a in args]
-    ty = op.type_rel([ctx.type_of(a) for a in args], attrs)
-    value = op.reference(arrays, attrs)
-    if isinstance(ty, TupleType):
-        return Tuple(tuple(Constant(np.asarray(v, t.dtype).reshape(t.shape))
-                           for v, t in zip(value, ty.fields)))
-    return Constant(np.asarray(value, ty.dtype).reshape(ty.shape))
+    value = apply_op(op, arrays, attrs)
+    if isinstance(value, tuple):
+        return Tuple(tuple(Constant(v) for v in value))
+    return Constant(value)
 
 
 def text(value) -> str:
