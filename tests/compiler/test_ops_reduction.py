@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import ops, te
+from compiler import Target, ops, te
 from build_check import check_build, randn
 
 pytestmark = pytest.mark.filterwarnings("error::compiler.transform.VectorizeWarning")
@@ -20,6 +20,8 @@ REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}
     ((7, 13, 1000), (0, 2), False),
     ((1000, 13), 0, True),
     ((13,), 0, False),
+    ((7, 37), -1, False),      # rows of whole vectors and a tail (AVX-512 and AVX2)
+    ((3, 5, 50), 2, True),
 ])
 def test_reductions(shape, axis, keepdims):
     x = te.placeholder(shape, name="x")
@@ -29,6 +31,20 @@ def test_reductions(shape, axis, keepdims):
             for f in REDUCERS.values()]
     assert all(len(o.shape) == w.ndim for o, w in zip(outs, want))
     check_build(ops.default_schedule(outs), [x, *outs], [a], want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"])
+def test_a_row_with_a_tail_is_reduced_in_vectors_then_its_partials_and_tail(target):
+    """A last-axis reduction of 37 (two whole vectors of 16 lanes and 5 more; four of 8
+    and 5) is two stages: the partial vector accumulators, then their lanes with the
+    row's tail, whose reads stay inside the row."""
+    with Target(target):
+        lanes = Target.resolve().vector_lanes
+        x = te.placeholder((7, 37), name="x")
+        y = ops.sum(x, axis=-1)
+    partial, = [t for t in y.op.input_tensors() if t.op.name == "sum.partial"]
+    assert [d.value for d in partial.shape] == [7, lanes]
+    assert y.op.reduce_axis[0].dom.extent.value == lanes + 37 % lanes
 
 
 def test_integer_sum_max_and_float_mean():
