@@ -22,7 +22,8 @@ from .knobs import AnnotateSpace, KnobSpace, OtherOptionSpace, ReorderSpace, Spl
 from .registry import Template, get_template, space, template, templates
 from .config_space import ConfigEntity, ConfigSpace, FallbackConfig
 from . import (blur, conv2d, conv2d_nchwc, conv2d_packed,  # noqa: E402,F401
-               conv2d_winograd, depthwise_conv2d, library, matmul)  # (register the templates)
+               conv2d_winograd, depthwise_conv2d, library, matmul,
+               row_ops)  # (register the templates)
 
 __all__ = [
     "ConfigSpace", "ConfigEntity", "FallbackConfig",

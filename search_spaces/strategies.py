@@ -19,6 +19,10 @@ gets the templates' schedules, and the tuned ones inside `records.ApplyHistoryBe
     nn.dense, 2-D data                  -> dense(M, N, K)
     nn.contrib_dense_pack               -> dense_pack(M, N, K, block)
     matmul, 2-D operands                -> matmul(M, N, K, dtype)
+    matmul, 3-D, one batch extent       -> batch_matmul(batch, M, N, K)
+    nn.softmax, last axis               -> softmax(shape)
+    nn.log_softmax, last axis           -> log_softmax(shape)
+    nn.layer_norm, axis not the first   -> layer_norm(shape, axis, epsilon)
 
 and the library's candidates (library.py), which the chooser compares with them when a
 build is asked to use the cblas codegen:
@@ -52,6 +56,7 @@ from .library import LIBRARY
 from .matmul import (batch_matmul_compute, dense_compute, matmul_compute, schedule_batch_matmul,
                      schedule_dense, schedule_matmul)
 from .registry import get_template
+from .row_ops import schedule_rows
 
 
 def _candidate(name: str, args: tuple, compute, schedule_anchor, tag: str) -> list[Candidate]:
@@ -187,6 +192,33 @@ def matmul_strategy(call: Call, target) -> list[Candidate]:
                            "matmul")
 
 
+def softmax_strategy(call: Call, target) -> list[Candidate]:
+    """float32 nn.softmax or nn.log_softmax over the last axis of two axes or more ->
+    the softmax or log_softmax template (row_ops.py)."""
+    data = call.args[0].ty
+    if data.ndim < 2 or call.attrs["axis"] % data.ndim != data.ndim - 1 or \
+            not _float32(call):
+        return []
+    name = call.op.name.removeprefix("nn.")
+    compute = ops.softmax if name == "softmax" else ops.log_softmax
+    return _candidate(name, (tuple(data.shape),), lambda cfg, ins: compute(ins[0], -1),
+                      lambda cfg, s, anchor, out: schedule_rows(cfg, s, out, data.ndim - 1),
+                      name)
+
+
+def layer_norm_strategy(call: Call, target) -> list[Candidate]:
+    """float32 nn.layer_norm with rows (its axis not the first) -> the layer_norm
+    template (row_ops.py)."""
+    data = call.args[0].ty
+    axis, epsilon = call.attrs["axis"] % data.ndim, call.attrs["epsilon"]
+    if axis == 0 or not _float32(call):
+        return []
+    return _candidate("layer_norm", (tuple(data.shape), axis, epsilon),
+                      lambda cfg, ins: ops.layer_norm(*ins, axis, epsilon),
+                      lambda cfg, s, anchor, out: schedule_rows(cfg, s, out, axis),
+                      "layer_norm")
+
+
 def _library(name: str, args: tuple) -> list[Candidate]:
     """The library's candidate of template `name` on `args`: the chooser compares it
     (chooser.choose_implementation with the library named), the build never lowers it."""
@@ -241,5 +273,8 @@ def register() -> None:
     register_strategy("nn.dense", dense_library_strategy)
     register_strategy("nn.contrib_dense_pack", dense_pack_strategy)
     register_strategy("matmul", matmul_strategy)
+    register_strategy("nn.softmax", softmax_strategy)
+    register_strategy("nn.log_softmax", softmax_strategy)
+    register_strategy("nn.layer_norm", layer_norm_strategy)
     register_strategy("matmul", matmul_library_strategy)
     register_strategy("nn.batch_matmul", batch_matmul_library_strategy)

@@ -42,6 +42,17 @@ def _batch_matmul(batch, M, N, K):
     return [a, b], graph.nn.batch_matmul(a, b)
 
 
+def _softmax(op, shape):
+    x = graph.var("data", shape=shape)
+    return [x], op(x)
+
+
+def _layer_norm(shape, axis, epsilon):
+    x = graph.var("data", shape=shape)
+    gamma, beta = (graph.const(np.zeros(shape[axis:], "float32")) for _ in range(2))
+    return [x], graph.nn.layer_norm(x, gamma, beta, axis, epsilon)
+
+
 _CALLS = {
     "conv2d_nchw": lambda *a: _conv(*a),
     "conv2d_nchwc": lambda *a: _conv(*a[:9]),
@@ -58,6 +69,9 @@ _CALLS = {
     "matmul": _matmul,
     "matmul_cblas": _matmul,
     "batch_matmul_cblas": _batch_matmul,
+    "softmax": lambda shape: _softmax(graph.nn.softmax, shape),
+    "log_softmax": lambda shape: _softmax(graph.nn.log_softmax, shape),
+    "layer_norm": _layer_norm,
 }
 
 

@@ -231,7 +231,7 @@ def test_a_build_without_the_entry_point_warns_once_naming_the_group(monkeypatch
     assert "every kernel gets compiler.ops' default schedules" in str(mine[0].message)
 
 
-def test_an_mlp_from_onnx_gets_the_dense_template_for_its_gemm_and_its_matmul():
+def test_an_mlp_from_onnx_gets_the_dense_template_for_its_gemm_and_its_matmul_and_softmax():
     from test_onnx_frontend import input_and_expected, mlp
     from compiler.frontend import from_onnx
     m = mlp()
@@ -240,5 +240,5 @@ def test_an_mlp_from_onnx_gets_the_dense_template_for_its_gemm_and_its_matmul():
     lib = graph.build(mod, params=params)
     # MatMul by a constant weight imports as a dense (frontend/onnx_ops/nn.py: matmul)
     assert [(s["ops"][0], s["info"]["template"]) for s in lib.plan["steps"]] == [
-        ("nn.dense", "dense"), ("nn.dense", "dense"), ("nn.softmax", None)]
+        ("nn.dense", "dense"), ("nn.dense", "dense"), ("nn.softmax", "softmax")]
     np.testing.assert_allclose(lib.run(x=x)[0], want, rtol=1e-4, atol=1e-4)

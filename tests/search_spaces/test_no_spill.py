@@ -34,6 +34,12 @@ CASES = [
 """(template, arguments): every registered template with a schedule, on the shapes of
 ResNet-18 and of a transformer's dense layers."""
 
+ROW_KERNELS = {"softmax", "log_softmax", "layer_norm"}
+"""Templates with no register tile (search_spaces/row_ops.py: passes over rows in L1),
+which the check leaves out: around the vector exp's constants LLVM spills on AVX2 in
+every config of a 12 x 128 x 128 softmax (21 moves at least), and the timings do not
+follow the spills (Zen 5: the fastest softmax config spills 5, the next 130)."""
+
 _FUNCTION = re.compile(r"^(?=[A-Za-z_][\w.$]*:)", re.M)
 _VECTOR_ARITHMETIC = re.compile(r"^\s*v(?:fn?m(?:add|sub)\w*|mul|add|sub|max|min)ps\s", re.M)
 _VECTOR_REGISTER = re.compile(r"%[xyz]mm\d+")
@@ -165,4 +171,5 @@ def test_every_template_with_a_schedule_has_a_case():
     ours = {n for n in search_spaces.templates()
             if search_spaces.get_template(n).fn.__module__.startswith("search_spaces.")}
     library = {n for n in ours if search_spaces.get_template(n).library is not None}
-    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc"} == ours - library
+    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc"} | ROW_KERNELS == \
+        ours - library

@@ -32,6 +32,12 @@ CASES = [
     ("depthwise_conv2d_nchwc", (1, 24, 37, 37, 3, 3, 2, 1, 8)),
     ("blur", (7, 13)),
     ("blur", (13, 37, False)),
+    ("softmax", ((7, 37),)),
+    ("softmax", ((2, 13, 1000),)),
+    ("log_softmax", ((13, 7, 64),)),
+    ("layer_norm", ((7, 13, 37), 2, 1e-5)),
+    ("layer_norm", ((2, 7, 13), 1, 1e-3)),
+    ("layer_norm", ((37, 768), 1, 1e-5)),
 ]
 
 
@@ -122,5 +128,5 @@ def test_a_reference_that_is_not_callable_is_a_space_error():
 def test_every_registered_operator_template_has_a_reference():
     for name in ("matmul", "dense", "dense_bias_relu", "dense_pack", "batch_matmul",
                  "conv2d_nchw", "conv2d_nchw_packed", "depthwise_conv2d_nchw", "conv2d_nchwc",
-                 "depthwise_conv2d_nchwc"):
+                 "depthwise_conv2d_nchwc", "softmax", "log_softmax", "layer_norm"):
         assert callable(search_spaces.get_template(name).reference), name

@@ -71,7 +71,7 @@ def test_resnet18s_tasks_are_its_distinct_layers_weighted_by_their_kernels(resne
     assert sum(weights) == 21  # 20 convolutions and the classifier
 
 
-def test_small_models_give_their_depthwise_pointwise_and_dense_tasks():
+def test_small_models_give_their_depthwise_pointwise_dense_and_softmax_tasks():
     mod, params = from_onnx(mobile_block())  # 13 channels: no block of 8 or 16, NCHW
     with PassContext(opt_level=3):
         tasks, weights = extract_tasks(mod, params)
@@ -80,8 +80,9 @@ def test_small_models_give_their_depthwise_pointwise_and_dense_tasks():
     assert weights == [1, 1]
     tasks, weights = extract_tasks(*from_onnx(mlp()))
     # the MatMul by a constant weight imports as a dense
-    assert tasks == [Task("dense", (5, 37, 13)), Task("dense", (5, 7, 37))]
-    assert weights == [1, 1]
+    assert tasks == [Task("dense", (5, 37, 13)), Task("dense", (5, 7, 37)),
+                     Task("softmax", ((5, 7),))]
+    assert weights == [1, 1, 1]
 
 
 def test_extraction_lowers_no_kernel(resnet, monkeypatch):
