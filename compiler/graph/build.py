@@ -204,9 +204,9 @@ class _Planner:
             for f in expr.fields:
                 self._plan(f)
             return
-        if isinstance(expr, TupleGetItem):  # an output of an external function
+        if isinstance(expr, TupleGetItem):  # an output of a kernel or external function
             call = expr.tuple_value
-            if not (isinstance(call, Call) and isinstance(call.op, GlobalVar)):
+            if not (isinstance(call, Call) and isinstance(call.op, GlobalVar | Function)):
                 raise BuildError("a tuple value between kernels is not supported yet")
             self._plan(call)
             self.slots[id(expr)] = self._outputs[id(call)][expr.index]
@@ -226,10 +226,12 @@ class _Planner:
             self.funcs[name] = built_ir(sch, tensors, name)[name]
             self.info[name] = info[0] if info else None
         name = self.kernels[key]
+        outs, types = self._outs(expr, name)
         self.steps.append({"kernel": name, "info": self.info[name],
                            "args": [self._slot(a) for a in expr.args],
-                           "out": self._slot(expr), "shape": list(expr.ty.shape),
-                           "dtype": expr.ty.dtype, "ops": _ops_of(fn)})
+                           "out": outs[0], "shape": list(types[0].shape),
+                           "dtype": types[0].dtype, "ops": _ops_of(fn),
+                           **_more_outs(outs, types)})
         layout = _layout_of(fn)
         if layout:  # a packed convolution's blocks, for the compile table
             self.steps[-1]["layout"] = layout
@@ -243,9 +245,6 @@ class _Planner:
             raise BuildError(f"a call of @{name}, which is not an external function of "
                              "the module")
         fn = self.externals[name]
-        types = call.ty.fields if isinstance(call.ty, TupleType) else [call.ty]
-        if not all(isinstance(t, TensorType) for t in types):
-            raise BuildError(f"@{name} returns {call.ty}: tensors only, please")
         for a in call.args:
             self._plan(a)
         lifted, constants = lift_constants(fn, name)
@@ -253,22 +252,36 @@ class _Planner:
             self.modules[name] = get_external(fn.attrs["Compiler"])(lifted, name)
         for c in constants:
             self._plan(c)
-        outs = [self._slot(call)]
-        for t in types[1:]:  # a slot for each further output, keyed by a stand-in
-            self._keep.append(Var(f"{name}_out{len(outs)}", t))
-            outs.append(self._slot(self._keep[-1]))
-        self._outputs[id(call)] = outs
+        outs, types = self._outs(call, name)
         self.steps.append({"kernel": name, "external": self.modules[name].type_key,
                            "fn_slot": self._slot(self.modules[name]),
                            "info": {"external": fn.attrs["Compiler"]},
                            "args": [self._slot(a) for a in [*call.args, *constants]],
                            "out": outs[0], "shape": list(types[0].shape),
                            "dtype": types[0].dtype, "ops": _ops_of(fn),
-                           **({"more_outs": [{"out": o, "shape": list(t.shape),
-                                              "dtype": t.dtype}
-                                             for o, t in zip(outs[1:], types[1:])]}
-                              if len(types) > 1 else {})})
+                           **_more_outs(outs, types)})
         self._keep.extend(constants)
+
+    def _outs(self, call: Call, name: str) -> tuple[list[int], list[TensorType]]:
+        """The slots and types of the outputs of `call` (of kernel or external function
+        `name`): the call's own slot, then one for each further field of its tuple,
+        keyed by a stand-in, which its TupleGetItems read."""
+        types = call.ty.fields if isinstance(call.ty, TupleType) else [call.ty]
+        if not all(isinstance(t, TensorType) for t in types):
+            raise BuildError(f"{name} returns {call.ty}: tensors only, please")
+        outs = [self._slot(call)]
+        for t in types[1:]:
+            self._keep.append(Var(f"{name}_out{len(outs)}", t))
+            outs.append(self._slot(self._keep[-1]))
+        self._outputs[id(call)] = outs
+        return outs, types
+
+
+def _more_outs(outs: list[int], types: list[TensorType]) -> dict:
+    """A step's further outputs after its first ("more_outs"), when it has some."""
+    more = [{"out": o, "shape": list(t.shape), "dtype": t.dtype}
+            for o, t in zip(outs[1:], types[1:])]
+    return {"more_outs": more} if more else {}
 
 
 def _ops_of(fn: Function) -> list[str]:
@@ -284,8 +297,8 @@ def _layout_of(fn: Function) -> str | None:
 
 
 def step_outputs(step: dict) -> list[dict]:
-    """A step's outputs: its "out" (slot), "shape" and "dtype", then an external
-    function's further ones ("more_outs"); each may carry its "storage"."""
+    """A step's outputs: its "out" (slot), "shape" and "dtype", then a kernel's or
+    external function's further ones ("more_outs"); each may carry its "storage"."""
     return [step, *step.get("more_outs", [])]
 
 

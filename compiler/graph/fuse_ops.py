@@ -90,8 +90,9 @@ def forward_graph(body: Expr) -> list[Node]:
                 use(f, me, INJECTIVE)
                 visit(f)
         elif isinstance(expr, TupleGetItem):
-            # a field of an external function's tuple stays a value of the graph
-            me.pattern = OPAQUE if _is_external(expr.tuple_value) else INJECTIVE
+            # a field of a call's tuple (an external function's, a kernel's several
+            # outputs: topk's values and indices) stays a value of the graph
+            me.pattern = OPAQUE if isinstance(expr.tuple_value, Call) else INJECTIVE
             use(expr.tuple_value, me, INJECTIVE)
             visit(expr.tuple_value)
         elif isinstance(expr, Constant):

@@ -20,11 +20,14 @@ from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
 from .chooser import Choice, choose_implementation
 from .functor import post_order
 from .strategy import NO_TEMPLATE, op_default
+from .ty import TensorType
 
 
 def lower_function(func: Function, name: str):
     """Lower a typed Primitive function to one kernel: `(schedule, tensors, info)`, where
-    `tensors` are [placeholders of the parameters..., output] and `info` says how the
+    `tensors` are [placeholders of the parameters..., output(s)] (a function returning a
+    tuple has one output per field: compiler.ops' default schedule computes them
+    together, their common stages once) and `info` says how the
     anchor was scheduled (chooser.Choice.info), or strategy.NO_TEMPLATE (every value
     None) when no template did (see the module docstring)."""
     placeholders = [te.placeholder(p.ty.shape, dtype=p.ty.dtype, name=f"{name}_{p.name}")
@@ -65,8 +68,11 @@ def lower_function(func: Function, name: str):
         return out
 
     out = visit(func.body)
-    if isinstance(out, tuple):
-        raise BuildError(f"{name}: a fused function with several outputs has no kernel yet")
+    if isinstance(out, tuple):  # several outputs (topk's values and indices): one kernel
+        outs = list(out)
+        if not all(isinstance(t, te.Tensor) for t in outs):
+            raise BuildError(f"{name}: a fused function's outputs must be tensors")
+        return ops.default_schedule(outs), [*placeholders, *outs], dict(NO_TEMPLATE)
     tensors = [*placeholders, out]
     if choice is not None:
         return choice.candidate.schedule(choice.config, out, env[id(anchor)]), tensors, \
@@ -103,7 +109,7 @@ def _template_kernel(func: Function, anchor: Call | None) -> bool:
     reads the function's parameters (so its inputs are placeholders, as a template's
     are) and the tail after it keeps its shape (the template tiles the output as the
     anchor's)."""
-    if anchor is None:
+    if anchor is None or not isinstance(func.body.ty, TensorType):
         return False
     params = {id(p) for p in func.params}
     return all(id(a) in params for a in anchor.args) and \

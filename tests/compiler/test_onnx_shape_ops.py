@@ -155,3 +155,27 @@ def test_a_gather_of_a_computed_value_at_a_runtime_index_reads_the_whole_axis():
         feeds = {"x": np.random.default_rng(abs(i)).standard_normal((1, 37 * 13)).astype(F),
                  "i": np.array(i, "int64")}
         check_against_ort(model, feeds)
+
+
+def test_topk_is_one_kernel_with_two_outputs_that_further_kernels_read():
+    """TopK's values and indices are the two outputs of one fused function (one kernel,
+    which ranks once); its values feed a kernel (Relu), its indices are an output and
+    feed another (Cast), and a value used inside and outside a group (Exp's, read by
+    TopK and by the model's Mul) is computed once."""
+    nodes = [helper.make_node("Exp", ["x"], ["e"]),
+             helper.make_node("TopK", ["e", "k"], ["v", "i"], axis=1),
+             helper.make_node("Relu", ["v"], ["r"]),
+             helper.make_node("Cast", ["i"], ["c"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["e", "e"], ["m"])]
+    g = helper.make_graph(nodes, "topk", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [7, 37])], [helper.make_empty_tensor_value_info(n)
+                                           for n in ("r", "i", "c", "m")],
+        [numpy_helper.from_array(i64(5), "k")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": np.random.default_rng(1).standard_normal((7, 37)).astype(F)}
+    lib = check_against_ort(model, feeds)
+    topk, = [s for s in lib.plan["steps"] if "topk" in s["ops"]]
+    assert topk["ops"] == ["topk"]
+    assert [o["shape"] for o in [topk, *topk["more_outs"]]] == [[7, 5], [7, 5]]
+    assert [o["dtype"] for o in [topk, *topk["more_outs"]]] == ["float32", "int64"]
+    assert sum("exp" in s["ops"] for s in lib.plan["steps"]) == 1

@@ -71,11 +71,15 @@ def test_the_compute_with_its_default_schedule_matches_the_reference(name):
         out = op.compute(tensors, attrs, out_type)
         call = Call(op, (), attrs, out_type)
         flat = [x for t in tensors for x in (t if isinstance(t, tuple) else (t,))]
-        f = compiler.build(op.schedule(out, out, call), [*flat, out])
-        got = np.zeros(tuple(out_type.shape), out_type.dtype)
-        f(*[a for x in arrays for a in (x if isinstance(x, tuple) else (x,))], got)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4,
-                                   err_msg=f"{name} on {types} with {attrs}")
+        outs = list(out) if isinstance(out, tuple) else [out]  # one output per field
+        out_types = out_type.fields if isinstance(out_type, TupleType) else [out_type]
+        wants = list(want) if isinstance(want, tuple) else [want]
+        f = compiler.build(op.schedule(out, out, call), [*flat, *outs])
+        got = [np.zeros(tuple(t.shape), t.dtype) for t in out_types]
+        f(*[a for x in arrays for a in (x if isinstance(x, tuple) else (x,))], *got)
+        for g, w in zip(got, wants, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4,
+                                       err_msg=f"{name} on {types} with {attrs}")
 
 
 def _packed_model(op, types, attrs):

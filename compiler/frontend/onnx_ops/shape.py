@@ -186,7 +186,8 @@ def _topk(ctx, args, attrs, node):
     k = int(ctx.value(args[1], "K").reshape(-1)[0]) if len(args) > 1 else attrs["k"]
     at = axis(attrs.get("axis", -1), len(ctx.shape(args[0])))
     ascend = not attrs.get("largest", 1)
-    return tuple(indexing.topk(args[0], k, at, kind, ascend) for kind in ("values", "indices"))
+    both = indexing.topk(args[0], k, at, "both", ascend)
+    return graph.TupleGetItem(both, 0), graph.TupleGetItem(both, 1)
 
 
 def _scatter_nd(ctx, args, attrs, node):

@@ -16,7 +16,7 @@ import numpy as np
 from ... import ops, te
 from ...ops.pattern import OpPattern
 from ..expr import Call, Expr
-from ..ty import TensorType
+from ..ty import TensorType, TupleType
 from .registry import GraphTypeError, call, needs_nchw, register_op
 from .relations import axis_of, tensor_args
 
@@ -138,17 +138,20 @@ def _topk_rel(types, attrs):
     axis = axis_of("topk", attrs["axis"], data.ndim)
     if not 0 < attrs["k"] <= data.shape[axis]:
         raise GraphTypeError(f"topk: k={attrs['k']} is not in 1..{data.shape[axis]}")
-    if attrs["ret_type"] not in ("values", "indices"):
-        raise GraphTypeError(f"topk: ret_type {attrs['ret_type']!r} is neither 'values' "
-                             f"nor 'indices'")
+    if attrs["ret_type"] not in ("both", "values", "indices"):
+        raise GraphTypeError(f"topk: ret_type {attrs['ret_type']!r} is none of 'both', "
+                             f"'values', 'indices'")
     shape = list(data.shape)
     shape[axis] = attrs["k"]
-    return TensorType(shape, data.dtype if attrs["ret_type"] == "values" else "int64")
+    values, indices = TensorType(shape, data.dtype), TensorType(shape, "int64")
+    return {"both": TupleType([values, indices]), "values": values,
+            "indices": indices}[attrs["ret_type"]]
 
 
 def _topk_compute(ins, at, ty):
     """rank[i]: how many elements come before element i (larger, or equal at a lower
-    index; smaller for is_ascend); output p is the element of rank p."""
+    index; smaller for is_ascend); output p is the element of rank p. With ret_type
+    "both" the values and the indices are two outputs of one kernel, which ranks once."""
     x, = ins
     axis = at["axis"] % len(x.shape)
     n = ops.get_const_tuple(x.shape)[axis]
@@ -163,14 +166,20 @@ def _topk_compute(ins, at, ty):
             ((other == me) & (j.var < i[axis]))
         return te.sum(te.select(before, te.const(1, "int32"), te.const(0, "int32")), axis=j)
     ranks = te.compute(x.shape, rank, name="topk_rank")
-    m = te.reduce_axis((0, n), name="m")
-    values = at["ret_type"] == "values"
+    shape = [*x.shape]
+    shape[axis] = at["k"]
 
-    def pick(*p):
-        hit = ranks[at_axis(p, m.var)] == p[axis]
-        got = x[at_axis(p, m.var)] if values else m.var.astype("int64")
-        return te.sum(te.select(hit, got, te.const(0, got.dtype)), axis=m)
-    return te.compute(ty.shape, pick, name="topk")
+    def picked(values: bool):
+        m = te.reduce_axis((0, n), name="m")
+
+        def pick(*p):
+            hit = ranks[at_axis(p, m.var)] == p[axis]
+            got = x[at_axis(p, m.var)] if values else m.var.astype("int64")
+            return te.sum(te.select(hit, got, te.const(0, got.dtype)), axis=m)
+        return te.compute(shape, pick, name="topk_values" if values else "topk_indices")
+    if at["ret_type"] == "both":
+        return picked(True), picked(False)
+    return picked(at["ret_type"] == "values")
 
 
 def _topk_ref(args, attrs):
@@ -178,13 +187,15 @@ def _topk_ref(args, attrs):
     axis = attrs["axis"] % x.ndim
     order = np.argsort(x if attrs["is_ascend"] else -x, axis=axis, kind="stable")
     order = np.take(order, np.arange(attrs["k"]), axis=axis)
-    return order if attrs["ret_type"] == "indices" else np.take_along_axis(x, order, axis)
+    values = np.take_along_axis(x, order, axis)
+    return {"both": (values, order), "values": values, "indices": order}[attrs["ret_type"]]
 
 
 register_op("topk", _topk_rel, OpPattern.OPAQUE,
-            {"k": 1, "axis": -1, "ret_type": "values", "is_ascend": False}, 1,
+            {"k": 1, "axis": -1, "ret_type": "both", "is_ascend": False}, 1,
             compute=_topk_compute, reference=_topk_ref, layout=needs_nchw,
             samples=lambda: [([_f(7, 37)], {"k": 5}),
+                             ([_f(7, 37)], {"k": 5, "ret_type": "values"}),
                              ([_f(7, 13)], {"k": 3, "axis": 0, "ret_type": "indices"}),
                              ([TensorType((7, 13), "int32")], {"k": 13, "is_ascend": True,
                                                                "ret_type": "indices"})])
@@ -243,8 +254,10 @@ def scatter_nd(data: Expr, indices: Expr, updates: Expr) -> Call:
     return call("scatter_nd", [data, indices, updates])
 
 
-def topk(data: Expr, k: int, axis: int = -1, ret_type: str = "values",
+def topk(data: Expr, k: int, axis: int = -1, ret_type: str = "both",
          is_ascend: bool = False) -> Call:
+    """The k largest (smallest: is_ascend) elements along `axis`, in order: ret_type
+    "both" (Relay's default) gives the tuple (values, indices), int64 indices."""
     return call("topk", [data], k=int(k), axis=int(axis), ret_type=ret_type,
                 is_ascend=bool(is_ascend))
 
