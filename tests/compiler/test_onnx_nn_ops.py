@@ -186,6 +186,42 @@ def test_a_dense_of_a_prime_number_of_rows_runs_on_padded_rows_and_matches():
         assert _kernel_ops(graph.optimize(mod, params)) == ["nn.contrib_dense_pack"]
 
 
+@pytest.mark.parametrize("target", ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"])
+def test_attentions_products_of_a_prime_number_of_tokens_run_padded_and_match(target):
+    """67 tokens: the scores (2, 67, 13) x (2, 13, 67) run on rows padded to 72 and
+    columns to the target's lanes (72 with 8, 80 with 16), the weighted sum (2, 67, 67)
+    x (2, 67, 13) on padded rows, each sliced back (a ViT-B's 197 tokens ran in 1 x 1
+    tiles); 37 tokens stay as they are."""
+    from onnx import TensorProto, helper
+    from compiler import Target, graph
+    from compiler.transform.pass_infra import PassContext
+
+    def attention(tokens):
+        nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+                 helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                 helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+                 helper.make_node("MatMul", ["p", "k"], ["y"])]
+        spec = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, tokens, 13])
+                for n in ("q", "k")]
+        g = helper.make_graph(nodes, "attention", spec,
+                              [helper.make_empty_tensor_value_info("y")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = attention(67)
+    feeds = {n: rng.standard_normal((2, 67, 13)).astype("float32") for n in ("q", "k")}
+    with Target(target):
+        lanes = Target.resolve().vector_lanes
+        if target.endswith("haswell"):  # runs on any x86 host
+            check_against_ort(model, feeds)
+        with PassContext(opt_level=3):
+            fn = graph.optimize(*from_onnx(model))
+            shapes = [tuple(c.ty.shape) for c in post_order(fn.body) if isinstance(c, Call)
+                      for c in post_order(c.op.body)
+                      if isinstance(c, Call) and c.op.name == "matmul"]
+            assert shapes == [(2, 72, -(-67 // lanes) * lanes), (2, 72, 13)]
+            fn = graph.optimize(*from_onnx(attention(37)))
+            assert "nn.pad" not in _kernel_ops(fn)
+
+
 def _kernel_ops(fn) -> list[str]:
     kernels = [e.op for e in post_order(fn.body) if isinstance(e, Call)]
     return [c.op.name for k in kernels for c in post_order(k.body) if isinstance(c, Call)]
