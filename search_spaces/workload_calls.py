@@ -42,6 +42,11 @@ def _batch_matmul(batch, M, N, K):
     return [a, b], graph.nn.batch_matmul(a, b)
 
 
+def _batched_matmul(batch, M, N, K):
+    a, b = graph.var("a", shape=(batch, M, K)), graph.var("b", shape=(batch, K, N))
+    return [a, b], graph.matmul(a, b)
+
+
 def _softmax(op, shape):
     x = graph.var("data", shape=shape)
     return [x], op(x)
@@ -68,6 +73,7 @@ _CALLS = {
     "dense_cblas": _dense,
     "matmul": _matmul,
     "matmul_cblas": _matmul,
+    "batch_matmul": _batched_matmul,  # a 3-D matmul, as the ONNX importer writes them
     "batch_matmul_cblas": _batch_matmul,
     "softmax": lambda shape: _softmax(graph.nn.softmax, shape),
     "log_softmax": lambda shape: _softmax(graph.nn.log_softmax, shape),

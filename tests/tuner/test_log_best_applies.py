@@ -144,3 +144,29 @@ def test_log_best_and_the_compile_table_show_a_packed_layers_blocks(tmp_path):
     text = CliRunner().invoke(cli, ["compile", str(tmp_path / "block.onnx"), "-o",
                                     str(tmp_path / "block.so"), "--db", str(db)]).output
     assert wide in text and back in text and "layout" in text
+
+
+@pytest.mark.parametrize("shape", ["(2, 13, 13)", "2,13,13", "2x13x13"])
+def test_log_best_takes_a_shape_argument_and_names_the_row_template_applied(tmp_path, shape):
+    """A template whose argument is a shape (softmax's) takes it as one word; the build
+    applies the logged softmax to the graph's nn.softmax of that shape."""
+    db = tmp_path / "t.db"
+    log(db, {("softmax", ((2, 13, 13),)): 1e-6})
+    shown = CliRunner().invoke(cli, ["log", "best", "softmax", shape, "--db", str(db),
+                                     "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["build_applies"] == "softmax((2, 13, 13))"
+    bad = CliRunner().invoke(cli, ["log", "best", "softmax", "2,a", "--db", str(db)])
+    assert bad.exit_code == 2 and "argument shape must be tuple" in bad.output
+
+
+def test_log_best_names_the_build_of_an_attention_product(tmp_path):
+    """batch_matmul's workload is the 3-D matmul the ONNX importer writes for
+    attention (search_spaces/workload_calls.py), so log best names what the build
+    applies to it."""
+    db = tmp_path / "t.db"
+    log(db, {("batch_matmul", (2, 16, 16, 8)): 1e-6})
+    shown = CliRunner().invoke(cli, ["log", "best", "batch_matmul", "2", "16", "16", "8",
+                                     "--db", str(db), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["build_applies"] == "batch_matmul(2, 16, 16, 8)"

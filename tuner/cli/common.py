@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import sys
 import typing
@@ -179,10 +180,19 @@ def format_ratio(value) -> str:
 
 # ---------------------------------------------------------------------- tasks from the user
 
+def _ints(text: str) -> tuple[int, ...]:
+    """A shape from the command line: `12,128,128`, `(12, 128, 128)` or `12x128x128`."""
+    parts = [p for p in re.split(r"[\s,x()]+", text) if p]
+    if not parts:
+        raise ValueError(text)
+    return tuple(int(p) for p in parts)
+
+
 def _parse_args(template, texts) -> list:
     """The command line's words as the template's arguments: converted by the annotation
-    of each parameter (int, float, str; unannotated: int, else float, else text). Values
-    that are not text (from a tasks file) are left as they are."""
+    of each parameter (int, float, str; tuple: a shape of ints, _ints; unannotated: int,
+    else float, else text). Values that are not text (from a tasks file) are left as
+    they are."""
     try:
         hints = typing.get_type_hints(template.fn)
     except (NameError, TypeError, AttributeError):
@@ -194,7 +204,8 @@ def _parse_args(template, texts) -> list:
             out.append(text)  # bind() names a wrong count, and checks the types
             continue
         kind = hints.get(params[i])
-        kinds = (kind,) if kind in (int, float, str) else (int, float, str)
+        kinds = (kind,) if kind in (int, float, str) else (_ints,) if kind is tuple \
+            else (int, float, str)
         for convert in kinds:
             try:
                 out.append(convert(text))
