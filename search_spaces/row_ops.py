@@ -61,7 +61,7 @@ def schedule_rows(cfg, s, out, axis: int) -> None:
             readers[producer].append(st)
     inside = []
     for st in s.stages:
-        if st.op is out.op or not hasattr(st.op, "body"):
+        if st.op is out.op or not isinstance(st.op, te.ComputeOp):
             continue
         if not st.op.reduce_axis and len(readers[st]) == 1:
             st.compute_inline()

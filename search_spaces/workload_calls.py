@@ -32,19 +32,15 @@ def _dense(M, N, K):
     return [x], graph.nn.dense(x, graph.const(np.zeros((N, K), "float32")))
 
 
-def _matmul(M, N, K, dtype="float32"):
-    a, b = graph.var("a", shape=(M, K), dtype=dtype), graph.var("b", shape=(K, N), dtype=dtype)
+def _matmul(M, N, K, dtype="float32", batch=()):
+    a = graph.var("a", shape=(*batch, M, K), dtype=dtype)
+    b = graph.var("b", shape=(*batch, K, N), dtype=dtype)
     return [a, b], graph.matmul(a, b)
 
 
 def _batch_matmul(batch, M, N, K):
     a, b = graph.var("a", shape=(batch, M, K)), graph.var("b", shape=(batch, N, K))
     return [a, b], graph.nn.batch_matmul(a, b)
-
-
-def _batched_matmul(batch, M, N, K):
-    a, b = graph.var("a", shape=(batch, M, K)), graph.var("b", shape=(batch, K, N))
-    return [a, b], graph.matmul(a, b)
 
 
 def _softmax(op, shape):
@@ -73,7 +69,8 @@ _CALLS = {
     "dense_cblas": _dense,
     "matmul": _matmul,
     "matmul_cblas": _matmul,
-    "batch_matmul": _batched_matmul,  # a 3-D matmul, as the ONNX importer writes them
+    # a 3-D matmul, as the ONNX importer writes attention's products
+    "batch_matmul": lambda batch, M, N, K: _matmul(M, N, K, batch=(batch,)),
     "batch_matmul_cblas": _batch_matmul,
     "softmax": lambda shape: _softmax(graph.nn.softmax, shape),
     "log_softmax": lambda shape: _softmax(graph.nn.log_softmax, shape),

@@ -43,6 +43,13 @@ def model():
     return graph.IRModule.from_expr(graph.Function([x], graph.nn.conv2d(x, w)))
 
 
+def best(db, name: str, *words: str) -> dict:
+    """What `autosched log best NAME WORDS... --db DB --json` says (it exits 0)."""
+    shown = CliRunner().invoke(cli, ["log", "best", name, *words, "--db", str(db), "--json"])
+    assert shown.exit_code == 0, shown.output
+    return json.loads(shown.output)
+
+
 def built(db, external=None) -> list:
     """The template (or external codegen) of each step of the model built with `db`."""
     with ApplyHistoryBest(db), PassContext(opt_level=3), warnings.catch_warnings():
@@ -104,10 +111,7 @@ def test_a_dense_logged_unpacked_is_built_unpacked_as_log_best_says(tmp_path):
 def test_log_best_of_a_library_template_without_a_tuned_rival(tmp_path):
     db = tmp_path / "t.db"
     log(db, {("batch_matmul_cblas", (2, 8, 8, 8)): 1e-6})
-    shown = CliRunner().invoke(cli, ["log", "best", "batch_matmul_cblas", "2", "8", "8", "8",
-                                     "--db", str(db), "--json"])
-    assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.output)["build_picks"] == "cblas"
+    assert best(db, "batch_matmul_cblas", "2", "8", "8", "8")["build_picks"] == "cblas"
 
 
 L = Target("llvm").vector_lanes  # the untuned block on this host
@@ -152,10 +156,7 @@ def test_log_best_takes_a_shape_argument_and_names_the_row_template_applied(tmp_
     applies the logged softmax to the graph's nn.softmax of that shape."""
     db = tmp_path / "t.db"
     log(db, {("softmax", ((2, 13, 13),)): 1e-6})
-    shown = CliRunner().invoke(cli, ["log", "best", "softmax", shape, "--db", str(db),
-                                     "--json"])
-    assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.output)["build_applies"] == "softmax((2, 13, 13))"
+    assert best(db, "softmax", shape)["build_applies"] == "softmax((2, 13, 13))"
     bad = CliRunner().invoke(cli, ["log", "best", "softmax", "2,a", "--db", str(db)])
     assert bad.exit_code == 2 and "argument shape must be tuple" in bad.output
 
@@ -166,7 +167,5 @@ def test_log_best_names_the_build_of_an_attention_product(tmp_path):
     applies to it."""
     db = tmp_path / "t.db"
     log(db, {("batch_matmul", (2, 16, 16, 8)): 1e-6})
-    shown = CliRunner().invoke(cli, ["log", "best", "batch_matmul", "2", "16", "16", "8",
-                                     "--db", str(db), "--json"])
-    assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.output)["build_applies"] == "batch_matmul(2, 16, 16, 8)"
+    assert best(db, "batch_matmul", "2", "16", "16", "8")["build_applies"] == \
+        "batch_matmul(2, 16, 16, 8)"
