@@ -21,8 +21,8 @@ demo: $(VENV)/.installed
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
 	$(PY) examples/demo_cnn.py demo_cnn.onnx
 	$(AUTOSCHED) tune demo_cnn.onnx --time-budget 60s --db $(DEMO_DB)
-	$(AUTOSCHED) compile demo_cnn.onnx -o demo_cnn.so --db $(DEMO_DB)
-	$(AUTOSCHED) run demo_cnn.so --profile
+	$(AUTOSCHED) compile demo_cnn.onnx -o demo_cnn.zip --db $(DEMO_DB)
+	$(AUTOSCHED) run demo_cnn.zip --profile
 	$(AUTOSCHED) bench demo_cnn.onnx --db $(DEMO_DB)
 
 demo-operator: $(VENV)/.installed

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import subprocess
 import tempfile
 
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
+from ..runtime.export_library import c_compiler
 from ..runtime.external import ExternalModule
 from ..target import Target
 
@@ -45,14 +45,6 @@ def march_options() -> list[list[str]]:
 
 
 _GCC_NAMES = {"generic": "x86-64"}  # LLVM's CPU names that GCC calls otherwise
-
-
-def c_compiler() -> str | None:
-    """The C compiler: $CC, else cc, gcc or clang on the PATH; None when there is none."""
-    cc = os.environ.get("CC")
-    if cc:
-        return shutil.which(cc)
-    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 
 class CSourceModule(ExternalModule):
@@ -96,6 +88,27 @@ class CSourceModule(ExternalModule):
             with open(lib, "rb") as f:
                 library = f.read()
         return cls(symbol, source, library)
+
+    def link_object(self) -> bytes:
+        """Its C compiled to position-independent object code for the current target (it
+        needs libc and libm alone)."""
+        cc = c_compiler()
+        if cc is None:
+            raise BuildError(f"{self.symbol}: compiling its C needs a C compiler (cc, gcc "
+                             "or clang on the PATH, or $CC) and none was found")
+        with tempfile.TemporaryDirectory(prefix="autosched-c-") as tmp:
+            src, obj = os.path.join(tmp, f"{self.symbol}.c"), os.path.join(tmp, "out.o")
+            with open(src, "w") as f:
+                f.write(self.source)
+            for march in march_options():
+                flags = [*(f for f in CFLAGS if f != "-shared"), "-c", *march]
+                done = subprocess.run([cc, *flags, "-o", obj, src], capture_output=True,
+                                      text=True)
+                if done.returncode == 0:
+                    with open(obj, "rb") as f:
+                        return f.read()
+        raise BuildError(f"{self.symbol}: {cc} {' '.join(flags)} failed on its C source:\n"
+                         f"{done.stderr[-2000:]}")
 
     def _address(self, name: str) -> int:
         try:

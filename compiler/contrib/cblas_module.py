@@ -92,6 +92,12 @@ class CblasModule(ExternalModule):
     def packed_address(self) -> int:
         return self._engine.get_function_address(self.symbol + "_packed")
 
+    def link_object(self) -> bytes:
+        raise ValueError(f"external function {self.symbol} (cblas) calls OpenBLAS from the "
+                         "scipy-openblas32 Python package, which a model library cannot "
+                         "take along: build without --external cblas for a library, or "
+                         "write the zip form (--format zip)")
+
     def get_source(self, fmt: str = "json") -> str:
         if fmt == "json":
             return json.dumps(self.spec, indent=1)

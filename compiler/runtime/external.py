@@ -43,6 +43,13 @@ class ExternalModule:
         """What `load_external(self.type_key, symbol, data)` rebuilds this module from."""
         raise NotImplementedError
 
+    def link_object(self) -> bytes:
+        """Position-independent object code that defines the function with nothing beyond
+        the C runtime, for a model library (runtime/export_library.py), built for the
+        current target; a kind that cannot give one raises ValueError saying why."""
+        raise ValueError(f"external function {self.symbol} ({self.type_key}) cannot be "
+                         "linked into a model library")
+
     def get_source(self, fmt: str = "") -> str:
         raise ValueError(f"{self.symbol}: a {self.type_key} module has no source")
 

@@ -231,8 +231,15 @@ class GraphExecutor:
             r["share"] = r["seconds"] / total
         return rows
 
+    def export_library(self, path, header=None) -> None:
+        """Write the model as one shared library with a C API, weights inside, that needs
+        nothing but the C runtime (runtime/export_library.py; model_api.h is its API),
+        and its header to `header` when given. compiler.runtime.load opens it too."""
+        from .export_library import export_library
+        export_library(self, path, header)
+
     def export(self, path) -> None:
-        """Write the model to one file (see the module docstring)."""
+        """Write the model to one file, the zip form (see the module docstring)."""
         with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(path, "w") as z:
             z.writestr(PLAN, json.dumps({"format": FORMAT, **self.plan}))
             buffer = io.BytesIO()

@@ -21,9 +21,11 @@ import numpy as np
 from ..llvm_target import optimize, target_machine
 from ..target import Target
 from . import native
+from .export_library import c_compiler
 from .external import load_libraries_for
 from .shape_expr import check_dim, dim_value
 from .graph_executor import is_graph_file, load_graph
+from .model_library import ModelLibrary, is_model_library
 from .profile_result import ProfileResult
 
 _PACKED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
@@ -188,6 +190,17 @@ class Module:
         ref.link_in(llvm.parse_assembly(native.runtime_ir()))
         return ref
 
+    def object_code(self) -> bytes:
+        """This module with the parallel runtime linked in, as position-independent object
+        code for the target: what a shared library is linked from."""
+        if self._llvm_ir is None:
+            raise ValueError(f"{self.entry_name} was loaded from a shared library; its "
+                             "object code is not kept")
+        ref = self._linked()
+        tm = target_machine(self._target, pic=True)
+        optimize(ref, tm)
+        return tm.emit_object(ref)
+
     def export(self, path) -> str:
         """Write a self-contained artifact that runtime.load() opens without the schedule:
         a shared library when a C compiler is there to link it, else LLVM bitcode.
@@ -195,18 +208,15 @@ class Module:
         if self._llvm_ir is None:
             shutil.copyfile(self._keepalive._name, path)
             return "so"
-        ref = self._linked()
-        cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        cc = c_compiler()
         if cc is None:
             with open(path, "wb") as f:
-                f.write(ref.as_bitcode())
+                f.write(self._linked().as_bitcode())
             return "bc"
-        tm = target_machine(self._target, pic=True)
-        optimize(ref, tm)
         with tempfile.TemporaryDirectory() as tmp:
             obj = os.path.join(tmp, "module.o")
             with open(obj, "wb") as f:
-                f.write(tm.emit_object(ref))
+                f.write(self.object_code())
             done = subprocess.run([cc, "-shared", "-o", os.fspath(path), obj, "-lm", "-lpthread"],
                                   capture_output=True, text=True)
             if done.returncode != 0:
@@ -234,10 +244,11 @@ def load_object(data: bytes, target="llvm") -> Module:
 
 
 def load(path):
-    """Load a module written by Module.export() (a shared library or LLVM bitcode), or a
-    model written by GraphExecutor.export() (a GraphExecutor). Metadata this version does
-    not write (e.g. a shape that is not a JSON shape expression, runtime/shape_expr.py)
-    raises ModuleFormatError."""
+    """Load a module written by Module.export() (a shared library or LLVM bitcode), a
+    model written by GraphExecutor.export() (a GraphExecutor), or a model library written
+    by GraphExecutor.export_library() (a ModelLibrary, through its C API). Metadata this
+    version does not write (e.g. a shape that is not a JSON shape expression,
+    runtime/shape_expr.py) raises ModuleFormatError."""
     path = os.path.abspath(os.fspath(path))
     if is_graph_file(path):
         return load_graph(path, load)
@@ -245,6 +256,8 @@ def load(path):
         data = f.read()
     if data[:4] == b"\x7fELF":
         lib = ctypes.CDLL(path)
+        if is_model_library(lib):
+            return ModelLibrary(path)
         meta = json.loads(_META(ctypes.cast(lib.autosched_module_meta, ctypes.c_void_p).value)())
         address = ctypes.cast(getattr(lib, meta["entry"] + "_packed"), ctypes.c_void_p).value
         return Module(meta, address, lib)

@@ -39,6 +39,14 @@
 ; on average with spinning and 40 us without.
 @autosched_spin_count = global i32 5000, align 4
 
+; How many threads a kernel's parallel loop may use, asked at each launch: null (the
+; JIT-compiled runtime of a Python process) leaves the count the kernels were compiled
+; with; a model library (runtime/model_api.c) points it at a function that returns the
+; count its calling instance was given (autosched_set_num_threads), 0 for the compiled
+; one.  A function and not a thread-local variable because MCJIT cannot allocate
+; thread-local storage, and this file is JIT-compiled too.
+@autosched_threads_hook = global ptr null, align 8
+
 ; CPUs this process may run on (sched_getaffinity), counted when the pool is created.
 @autosched_pool_cpus = global i32 0, align 4
 
@@ -417,17 +425,30 @@ entry:
 
 
 ; i32 autosched_parallel_for_dynamic(task *fn, void *closure, int32_t num_tasks,
-;                                    int32_t max_threads)
+;                                    int32_t compiled_threads)
 ;
-; The same, on at most max_threads threads (the caller included), each claiming the
+; The same, on at most max_threads threads (the caller included; compiled_threads, or
+; what @autosched_threads_hook answers), each claiming the
 ; next task of its own contiguous range when it is done with one, then tasks of the
 ; other ranges (see @autosched_pool_job_claims).  Kernels split a parallel loop into
 ; several tasks per core and launch them this way: on a shared host one core is often
 ; slower than the other for a while, and a static half each would make the whole loop
 ; wait for the slower one.
 define i32 @autosched_parallel_for_dynamic(ptr %fn, ptr %closure, i32 %num_tasks,
-                                           i32 %max_threads) {
+                                           i32 %compiled_threads) {
 entry:
+  %hook = load ptr, ptr @autosched_threads_hook, align 8
+  %hooked = icmp ne ptr %hook, null
+  br i1 %hooked, label %ask, label %launch
+
+ask:
+  %asked = call i32 %hook()
+  %given = icmp sgt i32 %asked, 0
+  %chosen = select i1 %given, i32 %asked, i32 %compiled_threads
+  br label %launch
+
+launch:
+  %max_threads = phi i32 [ %compiled_threads, %entry ], [ %chosen, %ask ]
   %cap = call i32 @llvm.smax.i32(i32 %max_threads, i32 1)
   %threads = call i32 @llvm.smin.i32(i32 %num_tasks, i32 %cap)
   %r = call i32 @autosched_launch(ptr %fn, ptr %closure, i32 %num_tasks, i32 %threads,

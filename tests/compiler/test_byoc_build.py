@@ -215,9 +215,9 @@ def test_export_then_load_in_a_fresh_process_gives_the_same_outputs(tmp_path):
     mod, params = from_onnx(m)
     lib = graph.build(mod, params=params, external=["cblas", "ccompiler"])
     want, = lib.run(x=x)
-    lib.export(tmp_path / "mlp.so")
+    lib.export(tmp_path / "mlp.zip")
     np.save(tmp_path / "x.npy", x)
-    done = subprocess.run([sys.executable, "-c", FRESH, str(tmp_path / "mlp.so"),
+    done = subprocess.run([sys.executable, "-c", FRESH, str(tmp_path / "mlp.zip"),
                            str(tmp_path / "x.npy"), str(tmp_path / "out.npy")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -200,12 +200,12 @@ def test_an_exported_model_runs_in_a_fresh_process_with_the_same_outputs(tmp_pat
     lib = graph.build(mod, params=params)
     x = rng.standard_normal((1, 13, 37, 37)).astype("float32")
     want, = lib.run(x=x)
-    lib.export(tmp_path / "model.so")
+    lib.export(tmp_path / "model.zip")
     np.save(tmp_path / "x.npy", x)
     script = ("import sys, numpy as np; from compiler import runtime; "
               "lib = runtime.load(sys.argv[1]); "
               "np.save(sys.argv[3], lib.run(x=np.load(sys.argv[2]))[0])")
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model.so"),
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model.zip"),
                            str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -21,6 +21,8 @@ from test_onnx_frontend import mobile_block, pads_and_concat  # noqa: E402
 
 from cli_check import autosched, invoke  # noqa: E402
 
+from compiler.runtime.export_library import c_compiler  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
 
@@ -28,14 +30,14 @@ def test_compile_then_run_matches_onnx_runtime(tmp_path):
     m = mobile_block()
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     onnx.save(m, tmp_path / "block.onnx")
-    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--shape", "x:1,13,37,37",
+    compiled = invoke("compile", "block.onnx", "-o", "block.zip", "--shape", "x:1,13,37,37",
                       "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     report = json.loads(compiled.stdout)
     assert [c["ops"][0] for c in report["calls"]][:2] == ["nn.conv2d", "nn.conv2d"]
     x = np.random.default_rng(1).standard_normal((1, 13, 37, 37)).astype("float32")
     np.savez(tmp_path / "in.npz", x=x)
-    ran = autosched("run", "block.so", "--inputs", "in.npz", "--outputs", "out.npz", "--repeat", 3,
+    ran = autosched("run", "block.zip", "--inputs", "in.npz", "--outputs", "out.npz", "--repeat", 3,
                     "--profile", "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
@@ -45,7 +47,7 @@ def test_compile_then_run_matches_onnx_runtime(tmp_path):
                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-4,
                                atol=1e-4)
-    table = invoke("run", "block.so", "--repeat", 2, "--profile", cwd=tmp_path)
+    table = invoke("run", "block.zip", "--repeat", 2, "--profile", cwd=tmp_path)
     assert table.returncode == 0 and "nn.conv2d" in table.stdout and "median" in table.stdout
 
 
@@ -62,9 +64,9 @@ def test_bad_models_and_options_are_one_line_and_exit_code_2(tmp_path):
         (("tune", "matmul", 16, 16, 16, "--alternatives", "--db", "t.db"),
          "--alternatives is for a model"),
         (("bench", "dynamic.onnx", "3"), "a model takes no arguments"),
-        (("compile", "dynamic.onnx", "-o", "d.so"), "input x has a dynamic dimension"),
-        (("compile", "missing.onnx", "-o", "d.so"), "missing.onnx: no such file"),
-        (("compile", "dynamic.onnx", "-o", "d.so", "--shape", "x=1,2"), "NAME:D1,D2"),
+        (("compile", "dynamic.onnx", "-o", "d.zip"), "input x has a dynamic dimension"),
+        (("compile", "missing.onnx", "-o", "d.zip"), "missing.onnx: no such file"),
+        (("compile", "dynamic.onnx", "-o", "d.zip", "--shape", "x=1,2"), "NAME:D1,D2"),
         (("run", "dynamic.onnx"), "dynamic.onnx"),
     ]:
         call = autosched if args[0] == "run" else invoke  # `run`'s exit status, for real
@@ -88,7 +90,7 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
         db.add(task, [tuner.MeasureInput(task, logged)],
                [tuner.MeasureResult((1e-6, 1e-6), tuner.MeasureErrorNo.NO_ERROR, "", 0.01,
                                     1.0, "testhost")])
-    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+    compiled = invoke("compile", "block.onnx", "-o", "block.zip", "--db", "tune.db", "--json",
                       cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]]
@@ -99,14 +101,14 @@ def test_compile_with_a_log_applies_the_logged_config_and_says_so(tmp_path):
                         "record_gflops": pytest.approx(task.flop / 1e-6 / 1e9),
                         "confirmed": False, "tier": "target"}
     assert isinstance(record, int)
-    table = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", cwd=tmp_path)
+    table = invoke("compile", "block.onnx", "-o", "block.zip", "--db", "tune.db", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     assert "conv2d_nchw: logged config #5 (record" in table.stdout  # N, its GFLOPS)
     assert f"{record}, {task.flop / 1e-6 / 1e9:.1f} GFLOPS)" in table.stdout
     assert "depthwise_conv2d_nchw: fallback config" in table.stdout
-    missing = autosched("compile", "block.onnx", "-o", "block.so", "--db", "nope.db", cwd=tmp_path)
+    missing = autosched("compile", "block.onnx", "-o", "block.zip", "--db", "nope.db", cwd=tmp_path)
     assert missing.returncode == 2 and "nope.db: no tuning log there" in missing.stderr
-    ran = invoke("run", "block.so", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
+    ran = invoke("run", "block.zip", "--repeat", 2, "--profile", "--json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["profile"][1]["config"] == "#5"
 
@@ -139,7 +141,7 @@ def test_tune_a_model_then_compile_run_and_bench_it_with_the_log(local_ray, tmp_
         assert all(len(t) == len(set(t)) for t in trials)  # nothing measured twice
         assert sum(map(len, trials)) == 16 + 8 + 2  # the trials and the two fallbacks
         assert all(db.confirmation(t) is not None for t in tasks)
-    compiled = invoke("compile", "block.onnx", "-o", "block.so", "--db", "tune.db", "--json",
+    compiled = invoke("compile", "block.onnx", "-o", "block.zip", "--db", "tune.db", "--json",
                       cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     infos = [c["info"] for c in json.loads(compiled.stdout)["calls"]][:2]
@@ -179,12 +181,12 @@ def test_a_model_of_int64_and_bool_inputs_with_a_dynamic_length_compiles_runs_an
         tmp_path):
     onnx.save(_token_model(), tmp_path / "tokens.onnx")
     shapes = ["--shape", "ids:1,7", "--shape", "mask:1,7"]
-    compiled = invoke("compile", "tokens.onnx", "-o", "tokens.so", *shapes, cwd=tmp_path)
+    compiled = invoke("compile", "tokens.onnx", "-o", "tokens.zip", *shapes, cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
     mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
     np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
-    ran = autosched("run", "tokens.so", "--inputs", "in.npz", "--outputs", "out.npz",
+    ran = autosched("run", "tokens.zip", "--inputs", "in.npz", "--outputs", "out.npz",
                     "--repeat", 2, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
@@ -194,3 +196,33 @@ def test_a_model_of_int64_and_bool_inputs_with_a_dynamic_length_compiles_runs_an
     assert bench.returncode == 0, bench.stderr
     rows = json.loads(bench.stdout)["rows"]
     assert all(r["correct"] for r in rows) and rows[-1]["name"].startswith("ONNX Runtime")
+
+
+@pytest.mark.skipif(c_compiler() is None, reason="no C compiler to link a model library")
+def test_compile_writes_a_shared_library_and_its_header_that_run_opens(tmp_path):
+    """-o NAME.so is a shared library with a C API (runtime/export_library.py): int64 and
+    bool inputs, run by the console script through ctypes and the C API."""
+    onnx.save(_token_model(), tmp_path / "tokens.onnx")
+    shapes = ["--shape", "ids:1,7", "--shape", "mask:1,7"]
+    compiled = invoke("compile", "tokens.onnx", "-o", "tokens.so", "--format", "header",
+                      *shapes, "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    library = json.loads(compiled.stdout)["library"]
+    assert library["needed"] and library["code_bytes"] > 0 and library["weights_bytes"] > 0
+    assert (tmp_path / "tokens.so").read_bytes()[:4] == b"\x7fELF"
+    header = (tmp_path / "tokens.h").read_text()
+    assert " *   0: ids  int64[1, 7]" in header and " *   1: mask  bool[1, 7]" in header
+    ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
+    mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
+    np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
+    ran = autosched("run", "tokens.so", "--inputs", "in.npz", "--outputs", "out.npz",
+                    "--repeat", 2, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
+        "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+    for args, words in [(("run", "tokens.so", "--profile"), "compile the zip form"),
+                        (("compile", "tokens.onnx", "-o", "t.so", "--format", "zip", *shapes),
+                         "a file named .so is a shared library")]:
+        bad = invoke(*args, cwd=tmp_path)
+        assert bad.returncode == 2 and words in bad.stderr, bad.stderr

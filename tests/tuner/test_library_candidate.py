@@ -128,7 +128,7 @@ def test_tune_then_compile_an_mlp_with_external_cblas_and_run_it(local_ray, tmp_
     assert tuned.returncode == 0, tuned.stderr
     # the Gemm and the MatMul by a constant weight are both denses
     assert "dense_cblas(5, 37, 13)" in tuned.stdout and "dense_cblas(5, 7, 37)" in tuned.stdout
-    compiled = invoke("compile", "mlp.onnx", "-o", "mlp.so", "--db", "t.db", "--external",
+    compiled = invoke("compile", "mlp.onnx", "-o", "mlp.zip", "--db", "t.db", "--external",
                       "cblas", "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
     calls = json.loads(compiled.stdout)["calls"]
@@ -139,9 +139,9 @@ def test_tune_then_compile_an_mlp_with_external_cblas_and_run_it(local_ray, tmp_
         assert (call["info"].get("external") == "cblas") == (picks == "cblas"), (picks, call)
     x, want = input_and_expected(m)
     np.savez(tmp_path / "x.npz", x=x)
-    ran = autosched("run", "mlp.so", "--inputs", "x.npz", "--outputs", "y.npz", cwd=tmp_path)
+    ran = autosched("run", "mlp.zip", "--inputs", "x.npz", "--outputs", "y.npz", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     got = np.load(tmp_path / "y.npz")
     np.testing.assert_allclose(got[got.files[0]], want, rtol=1e-4, atol=1e-4)
-    bad = invoke("compile", "mlp.onnx", "-o", "x.so", "--external", "cblas,dnnl", cwd=tmp_path)
+    bad = invoke("compile", "mlp.onnx", "-o", "x.zip", "--external", "cblas,dnnl", cwd=tmp_path)
     assert bad.returncode == 2 and "no external codegen 'dnnl'" in bad.stderr

@@ -139,14 +139,14 @@ def test_log_best_and_the_compile_table_show_a_packed_layers_blocks(tmp_path):
     assert said["layout"] == wide and said["blocks"] == {wide: 1e-6, back: 2e-6}
     assert said["build_applies"].endswith(f"({wide})")
     table = CliRunner().invoke(cli, ["compile", str(tmp_path / "block.onnx"), "-o",
-                                     str(tmp_path / "block.so"), "--db", str(db), "--json"])
+                                     str(tmp_path / "block.zip"), "--db", str(db), "--json"])
     assert table.exit_code == 0, table.output
     calls = json.loads(table.output)["calls"]
     assert [c["layout"] for c in calls if c["layout"]] in ([wide, back], [back, wide])
     first, second = (i for i, c in enumerate(calls) if c["layout"])
     assert second == first + 1  # no transform between them
     text = CliRunner().invoke(cli, ["compile", str(tmp_path / "block.onnx"), "-o",
-                                    str(tmp_path / "block.so"), "--db", str(db)]).output
+                                    str(tmp_path / "block.zip"), "--db", str(db)]).output
     assert wide in text and back in text and "layout" in text
 
 

@@ -3,6 +3,7 @@ model built into one file, and that file run on inputs, timed and profiled."""
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import time
 import warnings
@@ -13,6 +14,7 @@ import numpy as np
 from compiler import graph, runtime
 from compiler.errors import BuildError, FrontendError
 from compiler.frontend import from_onnx
+from compiler.runtime.elf_info import read_elf
 from compiler.transform.pass_infra import PassContext
 from records import ApplyHistoryBest, FallbackWarning, RecordsError
 
@@ -25,6 +27,13 @@ from .common import (BadInput, external_option, format_seconds, json_option, mak
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
               help="The file to write (runs with `autosched run`).")
+@click.option("--format", "fmt", type=click.Choice(["shared", "header", "zip"]),
+              help="shared: one shared library with a C API and the weights inside, that "
+                   "needs only the C runtime (linked by the system C compiler); header: "
+                   "that and its header, OUTPUT with .h (the model's inputs and outputs, "
+                   "the C API); zip: the archive that only compiler.runtime.load opens, "
+                   "which `autosched run --profile` profiles and which takes cblas parts. "
+                   "[default: shared for a name ending in .so, else zip]")
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
 @click.option("--db", type=click.Path(dir_okay=False),
               help="A tuning log: each kernel's anchor gets its best logged config.")
@@ -32,7 +41,7 @@ from .common import (BadInput, external_option, format_seconds, json_option, mak
 @opt_level_option
 @external_option
 @json_option
-def compile_model(model, output, target, shapes, opt_level, external, db, as_json):
+def compile_model(model, output, target, shapes, opt_level, external, db, fmt, as_json):
     """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
     best configs of the tuning log --db where it has them), and write one file; prints
     the fused kernels, the blocks of each packed convolution (layout: "NCHW16c ->
@@ -40,8 +49,13 @@ def compile_model(model, output, target, shapes, opt_level, external, db, as_jso
     scheduled. With --external, the parts the
     external codegens take are theirs (OpenBLAS calls, C), in the same file.
 
-    Example: autosched compile resnet18.onnx -o resnet18.so --db tune.db --external cblas
+    Examples: autosched compile resnet18.onnx -o resnet18.so --db tune.db;
+    autosched compile resnet18.onnx -o resnet18.zip --external cblas
     """
+    fmt = fmt or ("shared" if output.endswith(".so") else "zip")
+    if fmt == "zip" and output.endswith(".so"):
+        raise BadInput(f"-o {output}: a file named .so is a shared library (--format shared); "
+                       "give the zip form another name, e.g. model.zip")
     start = time.perf_counter()
     try:
         mod, params = from_onnx(model, shape=shapes)
@@ -53,10 +67,19 @@ def compile_model(model, output, target, shapes, opt_level, external, db, as_jso
     except (FrontendError, BuildError, RecordsError) as err:
         raise BadInput(str(err)) from None
     seconds = time.perf_counter() - start
-    lib.export(output)
+    header = _header_path(output) if fmt == "header" else None
+    try:
+        if fmt == "zip":
+            lib.export(output)
+        else:
+            lib.export_library(output, header=header)
+    except BuildError as err:
+        raise BadInput(f"-o {output}: {err}") from None
+    library = _library_summary(lib, output, header) if fmt != "zip" else None
     steps = lib.plan["steps"]
     if as_json:
-        return print_json({"output": output, "seconds": seconds, "kernels": len(lib.kernels),
+        return print_json({"output": output, "format": fmt, "library": library,
+                           "seconds": seconds, "kernels": len(lib.kernels),
                            "peak_bytes": lib.peak_bytes,
                            "calls": [{"kernel": s["kernel"], "ops": s["ops"],
                                       "info": s.get("info"), "layout": s.get("layout")}
@@ -73,6 +96,26 @@ def compile_model(model, output, target, shapes, opt_level, external, db, as_jso
     console.print(f"{model}: {len(steps)} kernel calls, {len(lib.kernels)} distinct kernels, "
                   f"{lib.peak_bytes / 2 ** 20:.1f} MiB of intermediate values (planned, "
                   f"reused), built in {seconds:.1f} s; wrote {output}")
+    if library:
+        mib = 2 ** 20
+        console.print(f"{output}: a shared library of {library['bytes'] / mib:.1f} MiB "
+                      f"({library['code_bytes'] / mib:.2f} MiB of code, "
+                      f"{library['weights_bytes'] / mib:.1f} MiB of weights); it needs "
+                      f"{', '.join(library['needed'])}; its C API is in "
+                      f"{header or 'the header that --format header writes'}")
+
+
+def _library_summary(lib, output: str, header: str | None) -> dict:
+    """A model library's size, code and weights bytes, and the libraries it needs."""
+    elf = read_elf(output)
+    return {"bytes": os.path.getsize(output), "code_bytes": elf.sections.get(".text", 0),
+            "weights_bytes": sum(v.nbytes for v in lib.constants.values()),
+            "needed": elf.needed, "header": header}
+
+
+def _header_path(output: str) -> str:
+    """The header next to a library: model.so -> model.h."""
+    return os.path.splitext(output)[0] + ".h"
 
 
 def schedule_text(info: dict | None) -> str:
@@ -114,8 +157,11 @@ def run_model(module, inputs, outputs, repeat, profile, as_json):
         lib = runtime.load(module)
     except (ValueError, OSError) as err:
         raise BadInput(f"{module}: {err}") from None
-    if not isinstance(lib, runtime.GraphExecutor):
+    if not isinstance(lib, runtime.GraphExecutor | runtime.ModelLibrary):
         raise BadInput(f"{module} is a single kernel, not a model from autosched compile")
+    if profile and isinstance(lib, runtime.ModelLibrary):
+        raise BadInput(f"--profile: {module} is a model library, whose kernels are hidden "
+                       "symbols; compile the zip form (--format zip) to profile each kernel")
     given = {}
     if inputs:
         with np.load(inputs, allow_pickle=False) as npz:
