@@ -18,6 +18,11 @@ dependencies are the C runtime (libc, libm, libpthread where glibc still has it 
   where another model's library loaded first with RTLD_GLOBAL would take them.
 - `-z nodelete`: a worker thread of the pool runs the library's code for as long as the
   process lives, so dlclose must not unmap it; the library refuses to unload.
+- A kernel's scratch buffers too big for its stack (codegen/llvm.py's STACK_LIMIT) are
+  allocated and freed at each call in the JIT-compiled kernels; in the library those
+  calls go to model_api.c's workspace instead (WORKSPACE renames them), which keeps
+  each thread's freed buffers for the next call (TVM's workspace pool): once a thread
+  has run the model, its runs allocate nothing.
 - model_api.c is compiled for the baseline of the target's architecture (no -march), so
   its CPU check runs on any CPU of it; the kernels are compiled for the target.
 - An external function (BYOC) goes in as the object code its kind gives
@@ -46,6 +51,9 @@ HERE = Path(__file__).parent
 API_HEADER = HERE / "model_api.h"
 API_SOURCE = HERE / "model_api.c"
 ALIGN = 64
+# The kernels' scratch buffers (those too big for the stack) come from model_api.c's
+# per-thread workspace, which keeps them from one run to the next
+WORKSPACE = {"aligned_alloc": "autosched_workspace_alloc", "free": "autosched_workspace_free"}
 
 
 def c_compiler() -> str | None:
@@ -85,7 +93,7 @@ def export_library(executor, path, header_path=None) -> None:
             except ValueError as err:
                 raise BuildError(str(err)) from None
         objects.append(tmp / "model.o")
-        objects[-1].write_bytes(lib.object_code())
+        objects[-1].write_bytes(lib.object_code(rename=WORKSPACE))
         offsets = _write_weights(executor.constants, tmp)
         (tmp / "model_tables.h").write_text(_tables(executor, offsets, target))
         (tmp / "exports.map").write_text(

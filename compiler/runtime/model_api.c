@@ -8,6 +8,7 @@
  * Python executor's (runtime/graph_executor.py): one int64 address per value of the
  * model, filled at create, so a run is one call of graph_run on it.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,70 @@ static int fail(autosched_model *m, int code, const char *fmt, ...) {
 static __thread int running_threads __attribute__((tls_model("initial-exec")));
 
 static int32_t threads_of_running_instance(void) { return running_threads; }
+
+/* ------------------------------------------------------------------ the kernels' workspace */
+
+/* A kernel's scratch buffers too big for its stack: the kernels' calls of aligned_alloc
+ * and free come here instead (export_library.py renames them). Each thread keeps the
+ * buffers it freed, WORKSPACE_BLOCKS at most, and hands them out again, smallest
+ * fitting first (TVM's workspace pool): a kernel allocates and frees its buffers in
+ * nested order on one thread, so once a thread has run the model its runs allocate
+ * nothing. A thread's buffers are freed when it ends. */
+#define WORKSPACE_BLOCKS 16
+
+typedef struct { void *ptr; size_t size; int used; } workspace_block;
+typedef struct { workspace_block blocks[WORKSPACE_BLOCKS]; int registered; } workspace;
+
+static __thread workspace thread_workspace __attribute__((tls_model("initial-exec")));
+static pthread_key_t workspace_key;
+static pthread_once_t workspace_key_once = PTHREAD_ONCE_INIT;
+
+static void workspace_release(void *arg) {
+  workspace *w = arg;
+  for (int i = 0; i < WORKSPACE_BLOCKS; i++) free(w->blocks[i].ptr);
+  memset(w, 0, sizeof *w);
+}
+
+static void workspace_key_create(void) { pthread_key_create(&workspace_key, workspace_release); }
+
+__attribute__((visibility("hidden"))) void *autosched_workspace_alloc(size_t align,
+                                                                      size_t nbytes) {
+  workspace *w = &thread_workspace;
+  if (!w->registered) {
+    pthread_once(&workspace_key_once, workspace_key_create);
+    pthread_setspecific(workspace_key, w);
+    w->registered = 1;
+  }
+  workspace_block *fits = NULL, *spare = NULL;
+  for (int i = 0; i < WORKSPACE_BLOCKS; i++) {
+    workspace_block *b = &w->blocks[i];
+    if (b->used) continue;
+    if (b->ptr && b->size >= nbytes) {
+      if (!fits || b->size < fits->size) fits = b;
+    } else if (!spare || (spare->ptr && (!b->ptr || b->size > spare->size))) {
+      spare = b;  /* an empty slot, else the largest block that is too small */
+    }
+  }
+  if (!fits && spare) {
+    free(spare->ptr);
+    spare->ptr = aligned_alloc(align, nbytes);
+    spare->size = spare->ptr ? nbytes : 0;
+    fits = spare->ptr ? spare : NULL;
+  }
+  if (!fits) return aligned_alloc(align, nbytes);  /* every slot in use: not kept */
+  fits->used = 1;
+  return fits->ptr;
+}
+
+__attribute__((visibility("hidden"))) void autosched_workspace_free(void *ptr) {
+  workspace *w = &thread_workspace;
+  for (int i = 0; i < WORKSPACE_BLOCKS; i++)
+    if (w->blocks[i].used && w->blocks[i].ptr == ptr) {
+      w->blocks[i].used = 0;
+      return;
+    }
+  free(ptr);
+}
 
 /* ------------------------------------------------------------------ the CPU check */
 

@@ -190,13 +190,18 @@ class Module:
         ref.link_in(llvm.parse_assembly(native.runtime_ir()))
         return ref
 
-    def object_code(self) -> bytes:
+    def object_code(self, rename: dict[str, str] | None = None) -> bytes:
         """This module with the parallel runtime linked in, as position-independent object
-        code for the target: what a shared library is linked from."""
+        code for the target: what a shared library is linked from. `rename` gives the
+        functions it calls (declares) other names: {old: new}."""
         if self._llvm_ir is None:
             raise ValueError(f"{self.entry_name} was loaded from a shared library; its "
                              "object code is not kept")
         ref = self._linked()
+        for old, new in (rename or {}).items():
+            fn = next((f for f in ref.functions if f.name == old and f.is_declaration), None)
+            if fn is not None:
+                fn.name = new
         tm = target_machine(self._target, pic=True)
         optimize(ref, tm)
         return tm.emit_object(ref)
