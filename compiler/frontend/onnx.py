@@ -105,7 +105,9 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
                 values[name] = expr
     results = [values[o.name] for o in g.output]
     body = results[0] if len(results) == 1 else graph.Tuple(results)
-    fn = Function([*inputs, *weights], body)
+    # the graph's output names, for a model library's API (runtime/export_library.py)
+    fn = Function([*inputs, *weights], body,
+                  attrs={"output_names": tuple(o.name for o in g.output)})
     return graph.IRModule.from_expr(fn), params
 
 

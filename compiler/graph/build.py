@@ -183,6 +183,9 @@ class _Planner:
             "storage": plan_storage(self.steps, [self._slot(o) for o in outs]),
             "num_slots": len(self.slots),
             "externals": {name: m.type_key for name, m in self.modules.items()}}
+        names = func.attrs.get("output_names")
+        if names and len(names) == len(outs):  # the model's own (ONNX), else output_0, ...
+            self.plan["output_names"] = list(names)
 
     def executor(self) -> GraphExecutor:
         lib = compile_graph(IRModule(self.funcs), self.steps, len(self.slots), self.target)

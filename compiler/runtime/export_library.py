@@ -140,8 +140,8 @@ def _write_weights(constants: dict, tmp: Path) -> dict[int, int]:
 
 
 def model_values(executor) -> tuple[list[dict], list[dict]]:
-    """The model's inputs and outputs: name, slot, shape, dtype (outputs named output_0,
-    output_1, ..., as `autosched run --outputs` writes them)."""
+    """The model's inputs and outputs: name, slot, shape, dtype (the outputs by the ONNX
+    graph's names; a graph built in Python has none: output_0, output_1, ...)."""
     plan = executor.plan
     specs = {i["slot"]: i for i in plan["inputs"]}
     for step in plan["steps"]:
@@ -151,7 +151,8 @@ def model_values(executor) -> tuple[list[dict], list[dict]]:
         specs[slot] = {"shape": list(value.shape), "dtype": str(value.dtype)}
     inputs = [{"name": i["name"], "slot": i["slot"], "shape": list(i["shape"]),
                "dtype": i["dtype"]} for i in plan["inputs"]]
-    outputs = [{"name": f"output_{k}", "slot": slot, "shape": list(specs[slot]["shape"]),
+    names = plan.get("output_names") or [f"output_{k}" for k in range(len(plan["outputs"]))]
+    outputs = [{"name": names[k], "slot": slot, "shape": list(specs[slot]["shape"]),
                 "dtype": specs[slot]["dtype"]} for k, slot in enumerate(plan["outputs"])]
     return inputs, outputs
 

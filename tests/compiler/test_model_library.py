@@ -214,8 +214,7 @@ def test_runtime_load_opens_it_through_the_c_api(built):
     path, x, expected = built
     lib = runtime.load(path)
     assert isinstance(lib, runtime.ModelLibrary)
-    assert lib.input_names == ["x"] and [o["name"] for o in lib.outputs] == ["output_0",
-                                                                            "output_1"]
+    assert lib.input_names == ["x"] and [o["name"] for o in lib.outputs] == ["logits", "res"]
     assert [o["shape"] for o in lib.outputs] == [list(e.shape) for e in expected]
     for got, want in zip(lib.run(x=x), expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -447,8 +446,8 @@ def test_the_header_lists_the_inputs_and_outputs(built):
     path, _, expected = built
     header = (path.parent / "block.h").read_text()
     assert " *   0: x  float32[1, 7, 13, 13]" in header
-    assert f" *   0: output_0  float32[{', '.join(map(str, expected[0].shape))}]" in header
-    assert f" *   1: output_1  float32[{', '.join(map(str, expected[1].shape))}]" in header
+    assert f" *   0: logits  float32[{', '.join(map(str, expected[0].shape))}]" in header
+    assert f" *   1: res  float32[{', '.join(map(str, expected[1].shape))}]" in header
     assert "int autosched_run(autosched_model *model);" in header
 
 

@@ -7,7 +7,8 @@
     autosched templates
     autosched bench matmul 1024 1024 1024 --db tune.db
     autosched compile resnet18.onnx -o resnet18.so --shape input:1,3,224,224
-    autosched run resnet18.so --inputs in.npz --outputs out.npz --profile
+    autosched run resnet18.so --inputs in.npz --outputs out.npz
+    autosched compile resnet18.onnx -o resnet18.zip && autosched run resnet18.zip --profile
 
 Every command that reads or writes a tuning log takes `--db PATH` (else the environment
 variable AUTOSCHED_DB, else ./autosched.db); every query takes `--json` and then prints

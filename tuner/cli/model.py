@@ -151,7 +151,8 @@ def run_model(module, inputs, outputs, repeat, profile, as_json):
     """Run MODULE (from `autosched compile`) on inputs, time it and optionally profile
     every kernel.
 
-    Example: autosched run resnet18.so --repeat 20 --profile
+    Examples: autosched run resnet18.so --repeat 20;
+    autosched run resnet18.zip --profile (the zip form: a library's kernels are hidden)
     """
     try:
         lib = runtime.load(module)
