@@ -239,7 +239,12 @@ class GraphExecutor:
         export_library(self, path, header)
 
     def export(self, path) -> None:
-        """Write the model to one file, the zip form (see the module docstring)."""
+        """Write the model to one file, the zip form (see the module docstring); a name
+        ending in .so is refused: such a file is a shared library (export_library)."""
+        if os.fspath(path).endswith(".so"):
+            raise ValueError(f"{path}: export writes the zip form, and a file named .so is a "
+                             "shared library: export_library(path) writes one, or name the "
+                             "zip otherwise (model.zip)")
         with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(path, "w") as z:
             z.writestr(PLAN, json.dumps({"format": FORMAT, **self.plan}))
             buffer = io.BytesIO()

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
-from compiler import graph
+from compiler import graph, runtime
 from compiler.frontend import from_onnx
 from test_onnx_frontend import input_and_expected, residual
 
@@ -52,3 +53,13 @@ def test_a_kernel_shared_by_two_steps_is_compiled_once_and_the_profile_times_eac
     assert all(r["seconds"] > 0 for r in rows)
     assert set(rows[0]) >= {"template", "config", "fallback", "ops", "share"}
     np.testing.assert_array_equal(lib.run()[0], got)  # profiling left the buffers right
+
+
+def test_export_writes_the_zip_form_and_refuses_a_name_ending_in_so(tmp_path):
+    x = graph.var("x", shape=(7,))
+    lib = graph.build(graph.IRModule.from_expr(graph.Function([x], graph.nn.relu(x))))
+    with pytest.raises(ValueError, match=r"a file named \.so is a shared library"):
+        lib.export(tmp_path / "model.so")
+    lib.export(tmp_path / "model.zip")
+    got, = runtime.load(tmp_path / "model.zip").run(x=np.arange(-3, 4, dtype="float32"))
+    np.testing.assert_array_equal(got, [0, 0, 0, 0, 1, 2, 3])

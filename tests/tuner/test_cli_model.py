@@ -221,7 +221,13 @@ def test_compile_writes_a_shared_library_and_its_header_that_run_opens(tmp_path)
     want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
         "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+    bench = invoke("bench", "tokens.onnx", *shapes, "--library", "--repeat", 2, "--json",
+                   cwd=tmp_path)
+    assert bench.returncode == 0, bench.stderr
+    rows = {r["name"]: r for r in json.loads(bench.stdout)["rows"]}
+    assert rows["autosched untuned, as a model library (C API)"]["correct"]
     for args, words in [(("run", "tokens.so", "--profile"), "compile the zip form"),
+                        (("bench", "matmul", 8, 8, 8, "--library"), "--library is for a model"),
                         (("compile", "tokens.onnx", "-o", "t.so", "--format", "zip", *shapes),
                          "a file named .so is a shared library")]:
         bad = invoke(*args, cwd=tmp_path)

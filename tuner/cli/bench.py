@@ -29,8 +29,12 @@ BENCH_MIN_SECONDS = 0.05   # each timing of numpy or PyTorch lasts at least this
               help="Timings of each kernel (or model); the median counts.")
 @shape_option
 @opt_level_option
+@click.option("--library", is_flag=True,
+              help="For MODEL.onnx: also time the tuned build (else the untuned one) as a "
+                   "model library, through its C API (as `compile --format shared` writes "
+                   "it; needs a C compiler).")
 @json_option
-def bench(template, args, db_path, target, repeat, shapes, opt_level, as_json):
+def bench(template, args, db_path, target, repeat, shapes, opt_level, library, as_json):
     """Time the untuned fallback config and the best logged config of TEMPLATE ARGS next
     to numpy and PyTorch (when installed); check every output. numpy computes in the
     inputs' dtype where it has an equivalent of the template; otherwise the template's
@@ -47,7 +51,10 @@ def bench(template, args, db_path, target, repeat, shapes, opt_level, as_json):
         if args:
             raise BadInput(f"bench {template}: a model takes no arguments, got "
                            f"{' '.join(args)}")
-        return bench_model(template, db_path, shapes, opt_level, target, repeat, as_json)
+        return bench_model(template, db_path, shapes, opt_level, target, repeat, as_json,
+                           library)
+    if library:
+        raise BadInput("--library is for a model (bench MODEL.onnx --library)")
     if shapes:
         raise BadInput("--shape is for a model (bench MODEL.onnx --shape NAME:DIMS)")
     task = make_task(template, args, target)

@@ -1,10 +1,13 @@
 """`autosched bench MODEL.onnx --db LOG`: the model built untuned (the templates'
 fallback configs) and tuned (the log's best records, as `autosched compile --db` builds
 it), next to ONNX Runtime when it is installed, timed in one process in alternating
-rounds, with every output checked against ONNX Runtime's (else the untuned build's)."""
+rounds, with every output checked against ONNX Runtime's (else the untuned build's);
+with --library, that build also as a model library, run through its C API (ctypes)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 import warnings
 
@@ -26,7 +29,7 @@ THREADS = os.cpu_count() or 1
 
 
 def bench_model(path: str, db_path: str, shapes: dict, opt_level: int, target: str,
-                repeat: int, as_json: bool) -> None:
+                repeat: int, as_json: bool, library: bool = False) -> None:
     """See the module docstring."""
     try:
         mod, params = from_onnx(path, shape=shapes)
@@ -47,6 +50,12 @@ def bench_model(path: str, db_path: str, shapes: dict, opt_level: int, target: s
         applied = sum(1 for s in tuned.plan["steps"] if (s.get("info") or {}).get("record"))
         rows.append(_row(f"autosched tuned ({applied} of {len(tuned.plan['steps'])} "
                          f"kernels from the log)", lambda: tuned.run(**inputs), expected))
+    if library:
+        built = tuned if tuned is not None else untuned
+        model = _model_library(built, tmp := tempfile.mkdtemp(prefix="autosched-bench-"))
+        shutil.rmtree(tmp)  # the library stays mapped
+        rows.append(_row(f"autosched {'tuned' if tuned is not None else 'untuned'}, as a "
+                         "model library (C API)", lambda: model.run(**inputs), expected))
     if session is not None:
         rows.append(_row(f"ONNX Runtime ({THREADS} threads)",
                          lambda: session.run(None, inputs), expected))
@@ -69,6 +78,17 @@ def bench_model(path: str, db_path: str, shapes: dict, opt_level: int, target: s
     if session is None:
         console.print("ONNX Runtime is not installed: outputs checked against the untuned "
                       "build (pip install onnxruntime to compare with it)")
+
+
+def _model_library(built, tmp: str):
+    """`built` written as a model library in `tmp` and opened through its C API."""
+    from compiler import runtime
+    path = os.path.join(tmp, "model.so")
+    try:
+        built.export_library(path)
+    except BuildError as err:
+        raise BadInput(f"--library: {err}") from None
+    return runtime.load(path)
 
 
 def _onnxruntime_session(path: str):
