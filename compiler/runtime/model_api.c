@@ -73,6 +73,10 @@ static int fail(autosched_model *m, int code, const char *fmt, ...) {
   return code;
 }
 
+/* A call on a NULL instance: the code, and the message where autosched_last_error(NULL)
+ * finds it. */
+#define NULL_MODEL() fail(NULL, AUTOSCHED_ERROR_NULL, "%s: model is NULL", __func__)
+
 /* ------------------------------------------------------------------ the thread count */
 
 /* The thread count of the instance running on this thread, read by the pool at every
@@ -322,7 +326,7 @@ static int check_input(autosched_model *m, const char *what, int index, const vo
 }
 
 int autosched_set_input(autosched_model *model, int index, const void *data, size_t nbytes) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   int rc = check_input(model, "autosched_set_input", index, data, nbytes);
   if (rc) return rc;
   memcpy(model->inputs[index], data, nbytes);
@@ -333,7 +337,7 @@ int autosched_set_input(autosched_model *model, int index, const void *data, siz
 
 int autosched_set_input_by_name(autosched_model *model, const char *name, const void *data,
                                 size_t nbytes) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   if (!name) return fail(model, AUTOSCHED_ERROR_NULL, "autosched_set_input_by_name: name is NULL");
   int index = autosched_input_index(name);
   if (index < 0) {
@@ -346,7 +350,7 @@ int autosched_set_input_by_name(autosched_model *model, const char *name, const 
 }
 
 int autosched_bind_input(autosched_model *model, int index, const void *data, size_t nbytes) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   int rc = check_input(model, "autosched_bind_input", index, data, nbytes);
   if (rc) return rc;
   if ((uintptr_t)data % model_inputs[index].itemsize)
@@ -359,7 +363,7 @@ int autosched_bind_input(autosched_model *model, int index, const void *data, si
 }
 
 int autosched_run(autosched_model *model) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   for (int i = 0; i < NUM_INPUTS; i++)
     if (!model->input_set[i])
       return fail(model, AUTOSCHED_ERROR_NOT_SET, "autosched_run: input %s has no value "
@@ -376,7 +380,7 @@ int autosched_run(autosched_model *model) {
 }
 
 const void *autosched_output_data(autosched_model *model, int index) {
-  if (!model) return NULL;
+  if (!model) return NULL_MODEL(), NULL;
   const tensor_info *t = output_at(index);
   if (!t) {
     fail(model, AUTOSCHED_ERROR_INDEX, "output index %d out of range (the model has %d "
@@ -391,7 +395,7 @@ const void *autosched_output_data(autosched_model *model, int index) {
 }
 
 int autosched_get_output(autosched_model *model, int index, void *data, size_t nbytes) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   const void *value = autosched_output_data(model, index);
   if (!value) return output_at(index) ? AUTOSCHED_ERROR_NOT_SET : AUTOSCHED_ERROR_INDEX;
   const tensor_info *t = output_at(index);
@@ -406,7 +410,7 @@ int autosched_get_output(autosched_model *model, int index, void *data, size_t n
 }
 
 int autosched_set_num_threads(autosched_model *model, int num_threads) {
-  if (!model) return AUTOSCHED_ERROR_NULL;
+  if (!model) return NULL_MODEL();
   if (num_threads < 0 || num_threads > 256)
     return fail(model, AUTOSCHED_ERROR_ARGUMENT, "autosched_set_num_threads: %d threads; "
                 "give 1 to 256, or 0 for the count the model was built for", num_threads);

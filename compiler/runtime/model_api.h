@@ -51,7 +51,8 @@ int autosched_create(autosched_model **model);
 void autosched_destroy(autosched_model *model);  /* NULL is allowed */
 
 /* The message of the instance's last failure ("" if none); with NULL, of the last failed
- * autosched_create. Valid until the next call on the instance. */
+ * autosched_create or call on a NULL instance (one message for the process). Valid until
+ * the next call on the instance. */
 const char *autosched_last_error(const autosched_model *model);
 
 /* The model: its inputs and outputs, in order. Names, dtypes ("float32", "int64", ...)

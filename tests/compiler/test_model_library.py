@@ -282,7 +282,9 @@ def test_bad_calls_return_an_error_code_and_a_message(built):
     assert lib.autosched_set_num_threads(m, -2) == 9 and "-2 threads" in error()
     for call in (lib.autosched_run, lib.autosched_destroy):
         call(None)  # a null instance: an error code (run), nothing (destroy); no crash
-    assert lib.autosched_run(None) == 1 and lib.autosched_create(None) == 1
+    assert lib.autosched_run(None) == 1
+    assert lib.autosched_last_error(None) == b"autosched_run: model is NULL"
+    assert lib.autosched_create(None) == 1
     assert lib.autosched_output_data(m, 0) is None and "has not run yet" in error()
     # bound in place: the run reads the caller's array as it is at the run
     assert lib.autosched_bind_input(m, 0, data, n) == 0 and lib.autosched_run(m) == 0

@@ -177,21 +177,27 @@ def _token_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _run_tokens(tmp_path, compiled: str) -> None:
+    """Run the compiled token model by the console script (a fresh process) on given ids
+    and mask; its output matches ONNX Runtime's."""
+    ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
+    mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
+    np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
+    ran = autosched("run", compiled, "--inputs", "in.npz", "--outputs", "out.npz",
+                    "--repeat", 2, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
+        "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+
+
 def test_a_model_of_int64_and_bool_inputs_with_a_dynamic_length_compiles_runs_and_benches(
         tmp_path):
     onnx.save(_token_model(), tmp_path / "tokens.onnx")
     shapes = ["--shape", "ids:1,7", "--shape", "mask:1,7"]
     compiled = invoke("compile", "tokens.onnx", "-o", "tokens.zip", *shapes, cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stderr
-    ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
-    mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
-    np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
-    ran = autosched("run", "tokens.zip", "--inputs", "in.npz", "--outputs", "out.npz",
-                    "--repeat", 2, cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
-        "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
-    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+    _run_tokens(tmp_path, "tokens.zip")
     bench = invoke("bench", "tokens.onnx", *shapes, "--repeat", 2, "--json", cwd=tmp_path)
     assert bench.returncode == 0, bench.stderr
     rows = json.loads(bench.stdout)["rows"]
@@ -212,15 +218,7 @@ def test_compile_writes_a_shared_library_and_its_header_that_run_opens(tmp_path)
     assert (tmp_path / "tokens.so").read_bytes()[:4] == b"\x7fELF"
     header = (tmp_path / "tokens.h").read_text()
     assert " *   0: ids  int64[1, 7]" in header and " *   1: mask  bool[1, 7]" in header
-    ids = np.array([[3, 0, 36, 5, 5, 1, 2]], "int64")
-    mask = np.array([[1, 1, 1, 0, 1, 0, 1]], bool)
-    np.savez(tmp_path / "in.npz", ids=ids, mask=mask)
-    ran = autosched("run", "tokens.so", "--inputs", "in.npz", "--outputs", "out.npz",
-                    "--repeat", 2, cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    want, = ort.InferenceSession(str(tmp_path / "tokens.onnx"), providers=[
-        "CPUExecutionProvider"]).run(None, {"ids": ids, "mask": mask})
-    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output_0"], want, rtol=1e-5)
+    _run_tokens(tmp_path, "tokens.so")
     bench = invoke("bench", "tokens.onnx", *shapes, "--library", "--repeat", 2, "--json",
                    cwd=tmp_path)
     assert bench.returncode == 0, bench.stderr
