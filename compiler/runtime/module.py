@@ -258,7 +258,9 @@ def load(path):
     if is_graph_file(path):
         return load_graph(path, load)
     with open(path, "rb") as f:
-        data = f.read()
+        data = f.read(4)  # a model library's weights need not be read to know what it is
+        if data == b"BC\xc0\xde":
+            data += f.read()
     if data[:4] == b"\x7fELF":
         lib = ctypes.CDLL(path)
         if is_model_library(lib):
