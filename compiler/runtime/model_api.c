@@ -77,14 +77,49 @@ static int fail(autosched_model *m, int code, const char *fmt, ...) {
  * finds it. */
 #define NULL_MODEL() fail(NULL, AUTOSCHED_ERROR_NULL, "%s: model is NULL", __func__)
 
-/* ------------------------------------------------------------------ the thread count */
+/* ------------------------------------------------------------------ per-thread state */
 
-/* The thread count of the instance running on this thread, read by the pool at every
- * parallel loop (runtime.ll's @autosched_threads_hook). initial-exec: no call to
- * __tls_get_addr, so the library needs no more than libc. */
-static __thread int running_threads __attribute__((tls_model("initial-exec")));
+/* What the library keeps for each thread that runs its code: the thread count of the
+ * instance the thread is running (read by the pool at every parallel loop through
+ * runtime.ll's @autosched_threads_hook) and the kernels' workspace (below). Kept under
+ * a pthread key, not in __thread variables: thread-local storage would either take the
+ * process's small static TLS reserve (initial-exec: a few model libraries loaded into
+ * one process exhaust it, and dlopen fails) or need __tls_get_addr from the dynamic
+ * loader. Freed when the thread ends. */
+#define WORKSPACE_BLOCKS 16
 
-static int32_t threads_of_running_instance(void) { return running_threads; }
+typedef struct { void *ptr; size_t size; int used; } workspace_block;
+
+typedef struct {
+  int running_threads;  /* 0: the count the kernels were compiled with */
+  workspace_block blocks[WORKSPACE_BLOCKS];
+} thread_state;
+
+static pthread_key_t state_key;
+static pthread_once_t state_key_once = PTHREAD_ONCE_INIT;
+
+static void state_release(void *arg) {
+  thread_state *state = arg;
+  for (int i = 0; i < WORKSPACE_BLOCKS; i++) free(state->blocks[i].ptr);
+  free(state);
+}
+
+static void state_key_create(void) { pthread_key_create(&state_key, state_release); }
+
+/* The calling thread's state, or NULL when it has none (and `make` is 0, or memory is
+ * out). */
+static thread_state *thread_state_of(int make) {
+  pthread_once(&state_key_once, state_key_create);
+  thread_state *state = pthread_getspecific(state_key);
+  if (!state && make && (state = calloc(1, sizeof *state)) != NULL)
+    pthread_setspecific(state_key, state);
+  return state;
+}
+
+static int32_t threads_of_running_instance(void) {
+  thread_state *state = thread_state_of(0);
+  return state ? state->running_threads : 0;
+}
 
 /* ------------------------------------------------------------------ the kernels' workspace */
 
@@ -93,35 +128,14 @@ static int32_t threads_of_running_instance(void) { return running_threads; }
  * buffers it freed, WORKSPACE_BLOCKS at most, and hands them out again, smallest
  * fitting first (TVM's workspace pool): a kernel allocates and frees its buffers in
  * nested order on one thread, so once a thread has run the model its runs allocate
- * nothing. A thread's buffers are freed when it ends. */
-#define WORKSPACE_BLOCKS 16
-
-typedef struct { void *ptr; size_t size; int used; } workspace_block;
-typedef struct { workspace_block blocks[WORKSPACE_BLOCKS]; int registered; } workspace;
-
-static __thread workspace thread_workspace __attribute__((tls_model("initial-exec")));
-static pthread_key_t workspace_key;
-static pthread_once_t workspace_key_once = PTHREAD_ONCE_INIT;
-
-static void workspace_release(void *arg) {
-  workspace *w = arg;
-  for (int i = 0; i < WORKSPACE_BLOCKS; i++) free(w->blocks[i].ptr);
-  memset(w, 0, sizeof *w);
-}
-
-static void workspace_key_create(void) { pthread_key_create(&workspace_key, workspace_release); }
-
+ * nothing. */
 __attribute__((visibility("hidden"))) void *autosched_workspace_alloc(size_t align,
                                                                       size_t nbytes) {
-  workspace *w = &thread_workspace;
-  if (!w->registered) {
-    pthread_once(&workspace_key_once, workspace_key_create);
-    pthread_setspecific(workspace_key, w);
-    w->registered = 1;
-  }
+  thread_state *state = thread_state_of(1);
+  if (!state) return aligned_alloc(align, nbytes);
   workspace_block *fits = NULL, *spare = NULL;
   for (int i = 0; i < WORKSPACE_BLOCKS; i++) {
-    workspace_block *b = &w->blocks[i];
+    workspace_block *b = &state->blocks[i];
     if (b->used) continue;
     if (b->ptr && b->size >= nbytes) {
       if (!fits || b->size < fits->size) fits = b;
@@ -141,10 +155,10 @@ __attribute__((visibility("hidden"))) void *autosched_workspace_alloc(size_t ali
 }
 
 __attribute__((visibility("hidden"))) void autosched_workspace_free(void *ptr) {
-  workspace *w = &thread_workspace;
-  for (int i = 0; i < WORKSPACE_BLOCKS; i++)
-    if (w->blocks[i].used && w->blocks[i].ptr == ptr) {
-      w->blocks[i].used = 0;
+  thread_state *state = thread_state_of(0);
+  for (int i = 0; state && i < WORKSPACE_BLOCKS; i++)
+    if (state->blocks[i].used && state->blocks[i].ptr == ptr) {
+      state->blocks[i].used = 0;
       return;
     }
   free(ptr);
@@ -368,10 +382,12 @@ int autosched_run(autosched_model *model) {
     if (!model->input_set[i])
       return fail(model, AUTOSCHED_ERROR_NOT_SET, "autosched_run: input %s has no value "
                   "(autosched_set_input)", model_inputs[i].name);
-  int outer = running_threads;  /* a run inside a run's kernel keeps its caller's count */
-  running_threads = model->num_threads;
+  thread_state *state = thread_state_of(1);
+  if (!state) return fail(model, AUTOSCHED_ERROR_MEMORY, "autosched_run: out of memory");
+  int outer = state->running_threads;  /* a run inside a kernel keeps its caller's count */
+  state->running_threads = model->num_threads;
   int32_t rc = graph_run(model->slots);
-  running_threads = outer;
+  state->running_threads = outer;
   if (rc != 0)
     return fail(model, AUTOSCHED_ERROR_KERNEL, "autosched_run: a kernel failed with code %d%s",
                 (int)rc, rc == -1 ? " (out of memory)" : "");

@@ -247,6 +247,17 @@ def test_two_instances_run_at_once_on_two_threads(built, tmp_path):
     assert not errors, errors
 
 
+def test_many_model_libraries_load_into_one_process(built, tmp_path):
+    """Twenty copies (twenty libraries to the loader) in this process, ONNX Runtime's
+    libraries among them: a library takes none of the process's static TLS reserve."""
+    path, x, expected = built
+    for k in range(20):
+        copy = tmp_path / f"copy{k}.so"
+        copy.write_bytes(path.read_bytes())
+        got = runtime.load(copy).run(x=x)[0]
+        np.testing.assert_allclose(got, expected[0], rtol=1e-4, atol=1e-4)
+
+
 def _api(path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     P = ctypes.c_void_p
