@@ -62,8 +62,8 @@ def residual_then_depthwise(c: int = 7, size: int = 13):
 
 
 def _build(tmp: Path, onnx_model, name: str, target="llvm", external=None):
-    """The model library `name`.so (and `name`.h) of an ONNX model, its input, and ONNX
-    Runtime's outputs on it."""
+    """The model library `name`.so (and `name`.h) of an ONNX model, its input, ONNX
+    Runtime's outputs on it, and the ONNX file."""
     path = tmp / f"{name}.onnx"
     onnx.save(onnx_model, path)
     mod, params = from_onnx(path)
@@ -435,6 +435,18 @@ def test_a_cpu_without_the_features_built_for_gets_an_error_naming_them(tmp_path
     assert all(re.search(rf"\b{re.escape(f)}\b", message) for f in missing), message
     with pytest.raises(ValueError, match="this CPU lacks"):
         runtime.load(tmp_path / "foreign.so")
+
+
+@pytest.mark.parametrize("mcpu", ["haswell", "skylake-avx512"])
+def test_a_library_for_another_x86_cpu_runs_here_or_names_what_this_cpu_lacks(mcpu, tmp_path):
+    spec = f"llvm -mcpu={mcpu}"
+    path, x, expected, _ = _build(tmp_path, residual_then_depthwise(), "m", target=spec)
+    if set(required_features(Target(spec))) <= set(required_features(Target("llvm"))):
+        for got, want in zip(runtime.load(path).run(x=x), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    else:
+        with pytest.raises(ValueError, match=f"this CPU lacks .* \\(target {spec} "):
+            runtime.load(path)
 
 
 def test_c_from_the_ccompiler_codegen_is_linked_in_and_cblas_refused(tmp_path):
