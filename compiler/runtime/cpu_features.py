@@ -90,10 +90,15 @@ def required_features(target: Target) -> list[str]:
         features = kept
 
 
+# a feature -> the ones it builds on, which LLVM turns it off with (every avx512* but
+# avx512f builds on avx512f)
+_BUILDS_ON = {"avx512f": ("avx2", "fma", "f16c"), "avx2": ("avx",), "fma": ("avx",),
+              "f16c": ("avx",), "vaes": ("avx",), "vpclmulqdq": ("avx",),
+              "avxvnni": ("avx2",)}
+
+
 def _needs(feature: str) -> tuple[str, ...]:
-    """The features LLVM turns off with the ones `feature` builds on."""
+    """The features LLVM turns off `feature` with."""
     if feature.startswith("avx512") and feature != "avx512f":
         return ("avx512f",)
-    return {"avx512f": ("avx2", "fma", "f16c"), "avx2": ("avx",), "fma": ("avx",),
-            "f16c": ("avx",), "vaes": ("avx",), "vpclmulqdq": ("avx",),
-            "avxvnni": ("avx2",)}.get(feature, ())
+    return _BUILDS_ON.get(feature, ())

@@ -103,7 +103,8 @@ class ModelLibrary:
         shape; converted to its dtype)."""
         if name not in self.input_names:
             raise KeyError(f"no input {name!r}; the inputs are {', '.join(self.input_names)}")
-        spec = self.inputs[self.input_names.index(name)]
+        index = self.input_names.index(name)
+        spec = self.inputs[index]
         value = np.asarray(value)
         if tuple(value.shape) != tuple(spec["shape"]):
             raise ValueError(f"input {name}: shape {value.shape}, the model takes "
@@ -111,9 +112,8 @@ class ModelLibrary:
         data = np.ascontiguousarray(value.astype(spec["dtype"], casting="same_kind",
                                                  copy=False))
         instance = self._instance()
-        instance.check(self.api.autosched_set_input(instance.handle,
-                                                    self.input_names.index(name),
-                                                    data.ctypes.data, data.nbytes))
+        instance.check(self.api.autosched_set_input(instance.handle, index, data.ctypes.data,
+                                                    data.nbytes))
 
     def run(self, **inputs) -> list[np.ndarray]:
         """Set `inputs` (by name), run the model on the calling thread's instance, return
