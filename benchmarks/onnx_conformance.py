@@ -50,7 +50,7 @@ def run_ort(case) -> check.Outcome:
         options.intra_op_num_threads = 1
         session = ort.InferenceSession(case.model.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
-        for inputs, expected in case.data_sets:
+        for inputs, expected in check.data_sets(case):
             got = session.run(None, dict(zip(names, inputs)))
             if any(w is None or isinstance(w, (list, dict)) for w in expected):
                 same = len(got) == len(expected) and all(

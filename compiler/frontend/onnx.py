@@ -25,11 +25,26 @@ import os
 from .. import graph
 from ..errors import FrontendError
 from ..graph.bind import bind_params  # noqa: F401 - exported by compiler.frontend
-from ..graph.expr import Constant, Expr, Function, Var
+from ..graph.expr import Constant, Function, Var
 from .onnx_ops import CONVERTERS
-from .onnx_ops.common import DTYPES, Context
+from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
 
-OPSETS = range(7, 23)  # the default-domain opsets whose semantics these converters follow
+OPSETS = range(7, 29)
+"""The default-domain opsets whose semantics these converters follow: onnx 1.23's. From 23
+to 28 the ops converted here changed only in element types this importer refuses, except
+for attributes it reads (SpaceToDepth's mode, Cast's round_mode, Range's stash_type)."""
+
+CONVERTER_ERRORS = (ValueError, TypeError, KeyError, IndexError, ArithmeticError)
+"""What a converter or a type relation raises on a node it cannot import: each becomes one
+FrontendError naming the node."""
+
+
+class _NotComputed:
+    """A node's output that its converter does not compute (Dropout's mask in training,
+    say): an error as soon as a node or the graph's outputs use it."""
+
+    def __init__(self, what: str, index: int, name: str):
+        self.message = f"{what}: its output {index} ({name!r}) is not supported"
 
 
 def from_onnx(model, shape: dict | None = None) -> tuple:
@@ -37,7 +52,6 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
     onnx.ModelProto or a path; `shape` gives a static shape to inputs by name (needed
     for an input with a dynamic dimension)."""
     import onnx
-    from onnx import numpy_helper
     where = "<model>"
     if not isinstance(model, onnx.ModelProto):
         where = os.fspath(model)
@@ -48,16 +62,12 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         except Exception as err:  # noqa: BLE001 - any parse failure is a bad file
             raise FrontendError(f"{where}: not a readable ONNX model ({type(err).__name__}: "
                                 f"{str(err).splitlines()[0] if str(err) else ''})") from None
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    if opset not in OPSETS:
-        raise FrontendError(f"{where}: opset {opset} of the default domain is not supported "
-                            f"(supported: {OPSETS.start} to {OPSETS.stop - 1}); convert the "
-                            f"model with onnx.version_converter")
+    opset = _default_opset(model, where)
     g = model.graph
-    arrays = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    arrays = {t.name: _initializer(t, where) for t in g.initializer}
     params = {k: a for k, a in arrays.items() if a.dtype.kind == "f"}
     shape = dict(shape or {})
-    values: dict[str, Expr] = {k: Constant(a) for k, a in arrays.items() if k not in params}
+    values: dict[str, object] = {k: Constant(a) for k, a in arrays.items() if k not in params}
     inputs = []
     for inp in g.input:
         if inp.name in arrays:
@@ -83,27 +93,31 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         if converter is None:
             raise FrontendError(f"{what}: op type {node.op_type} is not supported; the "
                                 f"supported ones are {', '.join(sorted(CONVERTERS))}")
-        args = []
-        for name in node.input:
-            if name and name not in values:
-                raise FrontendError(f"{what}: input {name!r} is produced by no node, input "
-                                    f"or initializer")
-            args.append(values[name] if name else None)
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        args = [_use(values, name, what) if name else None for name in node.input]
+        attrs = Attributes({a.name: onnx.helper.get_attribute_value(a)
+                            for a in node.attribute})
         try:
             out = converter(context, args, attrs, node)
             outs = out if isinstance(out, tuple) else (out,)
             outs = tuple(context.fold(o) for o in outs)
             for o in outs:
-                context.type_of(o)  # a shape that does not check fails at its node
+                _check_dtype(context.type_of(o), o)  # a shape that does not check fails here
         except FrontendError:
             raise
-        except (ValueError, TypeError, KeyError, IndexError) as err:
+        except CONVERTER_ERRORS as err:
             raise FrontendError(f"{what}: {err}") from None
-        for name, expr in zip(node.output, outs):
+        unread = attrs.unread(node.op_type, opset)
+        if unread:
+            raise FrontendError(f"{what}: attribute {unread} is not supported")
+        for k, name in enumerate(node.output):
             if name:
-                values[name] = expr
-    results = [values[o.name] for o in g.output]
+                values[name] = outs[k] if k < len(outs) else _NotComputed(what, k, name)
+    results = [_use(values, o.name, f"{where}: graph output {o.name!r}") for o in g.output]
+    for o, result in zip(g.output, results):
+        try:
+            _check_dtype(context.type_of(result), None)
+        except TypeError as err:
+            raise FrontendError(f"{where}: graph output {o.name!r}: {err}") from None
     body = results[0] if len(results) == 1 else graph.Tuple(results)
     # the graph's output names, for a model library's API (runtime/export_library.py)
     fn = Function([*inputs, *weights], body,
@@ -111,12 +125,67 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
     return graph.IRModule.from_expr(fn), params
 
 
+def _default_opset(model, where: str) -> int:
+    """The model's opset of ONNX's default domain, if this importer follows it."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None:
+        domains = ", ".join(f"{o.domain} {o.version}" for o in model.opset_import) or "none"
+        raise FrontendError(f"{where}: the model imports no opset of ONNX's default domain "
+                            f"(its opsets: {domains}); only the default domain's operators "
+                            f"are supported")
+    if opset not in OPSETS:
+        raise FrontendError(f"{where}: opset {opset} of the default domain is not supported "
+                            f"(supported: {OPSETS.start} to {OPSETS.stop - 1}); convert the "
+                            f"model with onnx.version_converter")
+    return opset
+
+
+def _use(values: dict, name: str, what: str):
+    """The value named `name` where a node or the graph's outputs use it."""
+    found = values.get(name)
+    if found is None:
+        raise FrontendError(f"{what}: input {name!r} is produced by no node, input or "
+                            f"initializer")
+    if isinstance(found, _NotComputed):
+        raise FrontendError(f"{found.message}, and {what.split(': ', 1)[-1]} uses it")
+    return found
+
+
+def _initializer(tensor, where: str):
+    from onnx import numpy_helper
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as err:  # noqa: BLE001 - a malformed or exotic tensor: say which
+        raise FrontendError(f"{where}: initializer {tensor.name!r} cannot be read "
+                            f"({type(err).__name__}: {err})") from None
+
+
+def _check_dtype(ty, expr) -> None:
+    """A TypeError unless every tensor of `ty` has an element type the build compiles
+    (a constant may have any: it is folded into its users, or refused there)."""
+    if isinstance(expr, Constant):
+        return
+    fields = ty.fields if hasattr(ty, "fields") else (ty,)
+    for t in fields:
+        if t.dtype not in COMPILED:
+            raise TypeError(f"its result has element type {t.dtype}, which is not compiled "
+                            f"(supported: {', '.join(COMPILED)})")
+
+
 def _input_type(inp, shape: dict, where: str):
+    kind = inp.type.WhichOneof("value")
+    if kind is None:
+        raise FrontendError(f"{where}: input {inp.name} has no type (the model gives neither "
+                            f"its element type nor its shape)")
+    if kind != "tensor_type":
+        raise FrontendError(f"{where}: input {inp.name} is a {kind.removesuffix('_type')}, "
+                            f"which is not supported (tensors only)")
     t = inp.type.tensor_type
     dtype = DTYPES.get(t.elem_type)
-    if dtype is None:
-        raise FrontendError(f"{where}: input {inp.name} has element type {t.elem_type}, "
-                            f"not one of {', '.join(DTYPES.values())}")
+    if dtype not in COMPILED:
+        raise FrontendError(f"{where}: input {inp.name} has element type "
+                            f"{dtype_name(t.elem_type)}, which is not supported (supported: "
+                            f"{', '.join(COMPILED)})")
     if inp.name in shape:
         return graph.TensorType(tuple(shape[inp.name]), dtype)
     dims = []

@@ -55,7 +55,10 @@ def lower_function(func: Function, name: str):
             if expr is anchor:
                 out = choice.candidate.compute(choice.config, args)
             else:
-                out = op.compute(args, expr.attrs, expr.ty)
+                try:
+                    out = op.compute(args, expr.attrs, expr.ty)
+                except (ValueError, TypeError) as err:  # a shape or dtype it cannot compute
+                    raise BuildError(f"{name}: {op.name}: {err}") from None
         elif isinstance(expr, TupleGetItem):
             out = visit(expr.tuple_value)[expr.index]
         elif hasattr(expr, "fields"):

@@ -87,7 +87,8 @@ class _Sink(ExprMutator):
             return _reshape(call.args[0], call.ty.shape)
         if call.op.name in _LAST_AXIS:
             return self._last_axis(call) or call
-        if call.op.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST):
+        if call.op.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST) and \
+                "shape" not in call.attrs:  # (broadcast_to's shape is its own, not x's)
             return self._elementwise(call) or call
         return call
 

@@ -74,10 +74,12 @@ def abs(x) -> Expr:  # noqa: A001 - the TVM name
 
 
 def power(x, y) -> Expr:
-    """x ** y for floats."""
+    """x ** y; integers compute in float64 (exact up to 2**53) and are cast back to their
+    type."""
     x, y = promote(convert(x), convert(y, getattr(x, "dtype", None)))
     if not is_float(x.dtype):
-        x, y = x.astype("float32"), y.astype("float32")
+        return Call("pow", (x.astype("float64"), y.astype("float64")), "float64") \
+            .astype(x.dtype)
     return Call("pow", (x, y), x.dtype)
 
 

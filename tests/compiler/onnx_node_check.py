@@ -49,6 +49,16 @@ def node_cases() -> dict:
         return {c.name: c for c in sorted(collect_testcases(None), key=lambda c: c.name)}
 
 
+def data_sets(case) -> list[tuple[list, list]]:
+    """The test's (inputs, expected outputs) pairs, a TensorProto among them as its array
+    (as onnx's own runner reads them)."""
+    from onnx import TensorProto, numpy_helper
+
+    def array(v):
+        return numpy_helper.to_array(v) if isinstance(v, TensorProto) else v
+    return [([array(v) for v in ins], [array(v) for v in outs]) for ins, outs in case.data_sets]
+
+
 def graph_inputs(model) -> list[str]:
     """The names of the inputs a test feeds (the graph's inputs that are no initializer),
     in the order of its data sets."""
@@ -60,12 +70,12 @@ def run_case(case) -> Outcome:
     """The outcome of one node test through autosched (the module docstring)."""
     names = graph_inputs(case.model)
     try:
-        first = case.data_sets[0][0]
-        shape = {n: a.shape for n, a in zip(names, first) if isinstance(a, np.ndarray)}
+        sets = data_sets(case)
+        shape = {n: a.shape for n, a in zip(names, sets[0][0]) if isinstance(a, np.ndarray)}
         mod, params = from_onnx(case.model, shape=shape)
         with PassContext(opt_level=3):
             lib = graph.build(mod, params=params)
-        for inputs, expected in case.data_sets:
+        for inputs, expected in sets:
             got = lib.run(**dict(zip(names, inputs)))
             wrong = mismatch(got, expected, case.rtol, case.atol)
             if wrong:

@@ -15,10 +15,60 @@ from ...graph.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
 from ...graph.op import Op
 from ...graph.reference import apply_op
 from ...graph.ty import TensorType, TupleType
+from ...ir.expr import DTYPES as ir_dtypes
 
-DTYPES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
-          11: "float64"}
-"""ONNX's element types (TensorProto.DataType) that the import knows."""
+DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+          7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+"""ONNX's element types (TensorProto.DataType) with a numpy dtype of the same name."""
+
+COMPILED = tuple(d for d in DTYPES.values() if d in ir_dtypes)
+"""The element types a model's values may have: those the build compiles."""
+
+
+def dtype_name(code: int) -> str:
+    """ONNX's name of element type `code` (TensorProto.DataType), in lower case."""
+    from onnx import TensorProto
+    return TensorProto.DataType.Name(code).lower() if code in TensorProto.DataType.values() \
+        else f"number {code}"
+
+
+class Attributes(dict):
+    """A node's attributes that remember which ones its converter read, so that the
+    import refuses an attribute no converter looked at instead of ignoring it."""
+
+    def __init__(self, items: dict):
+        super().__init__(items)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self.read.add(name)
+        return super().get(name, default)
+
+    def __contains__(self, name):
+        self.read.add(name)
+        return super().__contains__(name)
+
+    def unread(self, op_type: str, opset: int) -> str:
+        """'' when the converter read every attribute given other than its schema's
+        default value; else the first such attribute, as name=value."""
+        from onnx import defs, helper
+        try:
+            schema = defs.get_schema(op_type, opset, "").attributes
+        except Exception:  # noqa: BLE001 - no schema at this opset: no defaults known
+            schema = {}
+        for name, value in super().items():
+            if name in self.read:
+                continue
+            default = schema.get(name)
+            if default is not None and default.default_value.name and \
+                    helper.get_attribute_value(default.default_value) == value:
+                continue
+            return f"{name}={text(value) if isinstance(value, bytes) else value!r}"
+        return ""
 
 
 class Context:

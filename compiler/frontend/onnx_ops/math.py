@@ -16,7 +16,7 @@ import numpy as np
 from ... import graph
 from ...graph.expr import Constant
 from ...graph.op import nn, tensor
-from .common import DTYPES, text
+from .common import COMPILED, DTYPES, dtype_name, text
 
 
 def _scalar(ctx, like, value: float):
@@ -25,16 +25,29 @@ def _scalar(ctx, like, value: float):
 
 
 def _clip(ctx, args, attrs, node):
+    """Clip; its min and max (inputs from opset 11) may be fed at run time, and an integer
+    clip leaves a side without a bound alone (no infinity in an integer type)."""
+    x = args[0]
     if ctx.opset < 11:
-        low, high = attrs.get("min", -np.inf), attrs.get("max", np.inf)
-    else:
-        low = ctx.optional(args, 1, "min", -np.inf)
-        high = ctx.optional(args, 2, "max", np.inf)
-    return graph.clip(args[0], float(low), float(high))
+        low, high = attrs.get("min"), attrs.get("max")
+        return graph.clip(x, -np.inf if low is None else low, np.inf if high is None else high)
+    bounds = [None if i >= len(args) else args[i] for i in (1, 2)]
+    if ctx.dtype(x).startswith("float") and all(b is None or ctx.known(b) for b in bounds):
+        low, high = (float(ctx.value(b, "bound")) if b is not None else default
+                     for b, default in zip(bounds, (-np.inf, np.inf)))
+        return graph.clip(x, low, high)
+    low, high = bounds  # max(x, min), then min(.., max): all max where min > max
+    out = x if low is None else graph.maximum(x, low)
+    return out if high is None else graph.minimum(out, high)
 
 
 def _pow(ctx, args, attrs, node):
+    """Pow; an integer base computes in float64 and is cast back to its type (ONNX's
+    result has the base's type, the exponent may be a float)."""
     x, y = args
+    if not ctx.dtype(x).startswith("float"):
+        wide = tensor.power(tensor.cast(x, "float64"), tensor.cast(y, "float64"))
+        return tensor.cast(wide, ctx.dtype(x))
     if ctx.known(y) and ctx.value(y, "exponent").size == 1:
         e = float(ctx.value(y, "exponent"))
         if e == 1.0:
@@ -96,9 +109,9 @@ def _prelu(ctx, args, attrs, node):
 
 def _cast(ctx, args, attrs, node):
     to = attrs["to"]
-    if to not in DTYPES:
-        raise ValueError(f"to={to} (an ONNX element type) is not supported; supported: "
-                         f"{', '.join(f'{k} ({v})' for k, v in DTYPES.items())}")
+    if DTYPES.get(to) not in COMPILED and not ctx.known(args[0]):  # constants fold
+        raise ValueError(f"to={dtype_name(to)} is not supported (supported: "
+                         f"{', '.join(COMPILED)})")
     return args[0] if ctx.dtype(args[0]) == DTYPES[to] else tensor.cast(args[0], DTYPES[to])
 
 

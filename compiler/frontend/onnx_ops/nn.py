@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import graph
 from ...graph.expr import Constant
-from ...graph.op import nn
+from ...graph.op import nn, reduce
 from ...graph.op.transform import broadcast_to
 from .common import axis
 
@@ -168,9 +168,51 @@ def _group_norm(ctx, args, attrs, node):
                      _per_channel(shape, bias))
 
 
+def _batch_norm(ctx, args, attrs, node):
+    """BatchNormalization: inference with the given statistics; training_mode=1 (opset
+    14 on) normalizes by the batch's own mean and (population) variance and also
+    returns the running statistics updated with momentum."""
+    x, scale, bias, mean, var = args[:5]
+    epsilon = attrs.get("epsilon", 1e-5)
+    momentum = attrs.get("momentum", 0.9)  # only training updates statistics with it
+    if not attrs.get("spatial", 1):
+        raise ValueError("spatial=0 (statistics per activation) is not supported")
+    if not attrs.get("training_mode", 0):
+        return graph.nn.batch_norm(x, scale, bias, mean, var, epsilon=epsilon)
+    shape = ctx.shape(x)
+    axes = tuple(a for a in range(len(shape)) if a != 1)
+    batch_mean = reduce.mean(x, axes)
+    centered = graph.subtract(x, _per_channel(shape, batch_mean))
+    batch_var = reduce.mean(graph.multiply(centered, centered), axes)
+    y = graph.nn.batch_norm(x, scale, bias, batch_mean, batch_var, epsilon=epsilon)
+    keep, take = _full(ctx, mean, (), momentum), _full(ctx, mean, (), 1 - momentum)
+    return (y, graph.add(graph.multiply(mean, keep), graph.multiply(batch_mean, take)),
+            graph.add(graph.multiply(var, keep), graph.multiply(batch_var, take)))
+
+
+def _dropout(ctx, args, attrs, node):
+    """Dropout in inference: the identity, and a mask of ones (the input's type before
+    opset 10, bool after). Training (the training_mode input of opset 12 on, true with
+    a ratio above 0) draws a random mask, which is refused."""
+    x = args[0]
+    attrs.get("seed")  # only training draws random numbers
+    if ctx.opset < 12:
+        attrs.get("ratio")  # likewise
+    elif len(args) > 2 and args[2] is not None:
+        if not ctx.known(args[2]):
+            raise ValueError(f"its training_mode {node.input[2]!r} is fed at run time; only "
+                             f"a constant training_mode is supported")
+        if bool(ctx.value(args[2], "training_mode").reshape(-1)[0]):
+            ratio = ctx.optional(args, 1, "ratio", np.array(0.5))
+            if float(np.reshape(ratio, -1)[0]) != 0.0:
+                raise ValueError("training_mode=True (a random mask) is not supported")
+    mask = _full(ctx, x, ctx.shape(x), 1) if ctx.opset < 10 else \
+        Constant(np.ones(ctx.shape(x), "bool"))
+    return x, mask
+
+
 CONVERTERS = {
-    "BatchNormalization": lambda c, a, at, n: graph.nn.batch_norm(
-        *a[:5], epsilon=at.get("epsilon", 1e-5)),
+    "BatchNormalization": _batch_norm,
     "LayerNormalization": _layer_norm,
     "InstanceNormalization": _instance_norm,
     "GroupNormalization": _group_norm,
@@ -179,5 +221,5 @@ CONVERTERS = {
     "Einsum": _einsum,
     "Softmax": _softmax("softmax"),
     "LogSoftmax": _softmax("log_softmax"),
-    "Dropout": lambda c, a, at, n: a[0],  # inference: the identity
+    "Dropout": _dropout,
 }

@@ -15,7 +15,10 @@ from .common import axis, text
 
 def _flatten(ctx, args, attrs, node):
     shape = ctx.shape(args[0])
-    at = axis(attrs.get("axis", 1), len(shape) + 1)
+    at = attrs.get("axis", 1)
+    if not -len(shape) <= at <= len(shape):  # (axis r: every axis in the rows)
+        raise ValueError(f"axis {at} is out of range for {len(shape)} dimensions")
+    at = at + len(shape) if at < 0 else at
     if at == 1 and len(shape) > 1:
         return graph.nn.batch_flatten(args[0])
     return graph.reshape(args[0], (int(np.prod(shape[:at])), -1))

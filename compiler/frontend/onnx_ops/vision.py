@@ -11,8 +11,18 @@ from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
 from .common import pads, text
 
 
+def _kernel_shape(ctx, weight, attrs):
+    """A convolution's kernel_shape attribute, which must be its weight's window."""
+    given = attrs.get("kernel_shape")
+    window = ctx.shape(weight)[2:]
+    if given is not None and tuple(given) != tuple(window):
+        raise ValueError(f"kernel_shape={list(given)} differs from the weight's window "
+                         f"{list(window)}")
+
+
 def _conv(ctx, args, attrs, node):
     data, weight, bias = (args + [None])[:3]
+    _kernel_shape(ctx, weight, attrs)
     out = graph.nn.conv2d(data, weight, strides=attrs.get("strides", (1, 1)),
                           padding=pads(attrs), dilation=attrs.get("dilations", (1, 1)),
                           groups=attrs.get("group", 1))
@@ -37,6 +47,7 @@ def _conv_transpose(ctx, args, attrs, node):
         raise ValueError(f"its weight {node.input[1]!r} must be a constant (an initializer "
                          f"or computed from them), not computed at run time")
     _image(ctx, data)
+    _kernel_shape(ctx, weight, attrs)
     channels, per_group, kh, kw = _image(ctx, weight, "weight")
     group = attrs.get("group", 1)
     strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))

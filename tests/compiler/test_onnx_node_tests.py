@@ -1,0 +1,36 @@
+"""Every ONNX backend node test of the pinned onnx through autosched (onnx_node_check.py
+says how it is run and judged), held to its expected outcome in onnx_node_tests.tsv: a
+wrong answer or a crash always fails, and so does any outcome or reason that differs from
+the table, so that the table moves only on purpose (benchmarks/onnx_conformance.py
+--write-table writes it anew) and coverage only grows."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("onnx")
+
+from onnx_node_check import TABLE, node_cases, read_table, run_case  # noqa: E402
+
+EXPECTED = read_table()
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return node_cases()
+
+
+def test_the_table_lists_every_node_test_and_no_wrong_answer(cases):
+    assert sorted(EXPECTED) == sorted(cases), (
+        f"{TABLE.name} was made with another onnx: the test extra pins the one it was made "
+        f"with")
+    assert {o.kind for o in EXPECTED.values()} <= {"pass", "refused"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_node(name, cases):
+    got = run_case(cases[name])
+    assert got.kind not in ("wrong", "crash"), f"{got.kind}: {got.reason}"
+    assert got == EXPECTED[name], (
+        f"{name}: now {got.kind} ({got.reason}), the table says {EXPECTED[name].kind} "
+        f"({EXPECTED[name].reason}); if on purpose: python benchmarks/onnx_conformance.py "
+        f"--write-table")
