@@ -3,14 +3,17 @@ blocks compute in NCHW[x]c with weights packed once, at build time (their
 layout_transform folded into the constants); two packed convolutions meet with no
 transform between them; bias, scale and residual adds follow the packed layout; the
 model still matches ONNX Runtime, on channel counts that pack by 16 and by 8 and ones
-that do not pack (13)."""
+that do not pack (13). The models run, so they are built for the host, and the blocks
+and panels expected are the host's (channel_blocks, the target's lanes and registers):
+16 channels pack by 16 on AVX-512 and by 8 on AVX2."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compiler import graph
+from compiler import Target, graph
 from compiler.frontend import from_onnx
+from compiler.graph.op.layout import channel_blocks
 from compiler.graph.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from test_onnx_frontend import input_and_expected, residual
@@ -18,13 +21,20 @@ from test_onnx_frontend import input_and_expected, residual
 rng = np.random.default_rng(5)
 
 
+def block(channels: int) -> int:
+    """The untuned block of `channels` on the host, which the models are built for: its
+    float32 lanes where they divide (16 on AVX-512, 8 on AVX2), else half of them (24
+    channels: 8 on either)."""
+    return channel_blocks(channels)[0]
+
+
 def build3(mod, params=None):
     with PassContext(opt_level=3):
         return graph.build(mod, params=params)
 
 
-@pytest.mark.parametrize("c, size, block", [(16, 13, 16), (24, 7, 8)])
-def test_a_residual_block_runs_packed_and_matches_onnx_runtime(c, size, block):
+@pytest.mark.parametrize("c, size", [(16, 13), (24, 7)])
+def test_a_residual_block_runs_packed_and_matches_onnx_runtime(c, size):
     m = residual(c, size)
     x, want = input_and_expected(m)
     mod, params = from_onnx(m)
@@ -39,7 +49,8 @@ def test_a_residual_block_runs_packed_and_matches_onnx_runtime(c, size, block):
                    ["nn.conv2d", "add", "nn.relu"], ["layout_transform"],
                    ["nn.conv2d"], ["nn.max_pool2d"]]
     packed = [s for s in lib.plan["steps"] if s["ops"][0] == "nn.conv2d"][:2]
-    assert all(s["shape"] == [1, c // block, size, size, block] for s in packed)
+    b = block(c)
+    assert all(s["shape"] == [1, c // b, size, size, b] for s in packed)
 
 
 def test_the_weights_are_packed_at_build_time_never_at_run_time():
@@ -57,8 +68,10 @@ def test_the_weights_are_packed_at_build_time_never_at_run_time():
     ops = [s["ops"] for s in lib.plan["steps"]]
     assert ops == [["layout_transform"], ["nn.conv2d", "add", "nn.relu"],
                    ["nn.conv2d", "clip"], ["layout_transform"]]
+    b32, b16 = block(32), block(16)  # 16 and 16 on AVX-512
     assert sorted(v.shape for v in lib.constants.values()) == sorted(
-        [(1, 2, 1, 1, 16), (2, 2, 3, 3, 16, 16), (1, 2, 1, 1, 16, 16)])
+        [(1, 32 // b32, 1, 1, b32), (32 // b32, 32 // b32, 3, 3, b32, b32),
+         (16 // b16, 32 // b32, 1, 1, b32, b16)])
     data = rng.standard_normal((1, 32, 9, 9)).astype("float32")
     got, = lib.run(x=data)
     want = evaluate(fn, data, params["w1"], params["w2"], params["b"])
@@ -106,7 +119,7 @@ def test_an_image_convolution_and_the_pools_stay_packed():
     assert ops[0] == ["layout_transform"] and lib.plan["steps"][0]["shape"][-1] == 3
     assert ops[1:5] == [["nn.conv2d", "add", "nn.relu"], ["nn.max_pool2d"],
                         ["nn.conv2d", "nn.relu"], ["nn.avg_pool2d"]]
-    assert all(s["shape"][-1] == 16 for s in lib.plan["steps"][1:6])
+    assert all(s["shape"][-1] == block(16) for s in lib.plan["steps"][1:6])
     assert sum(o.count("layout_transform") for o in ops) == 2
     data = rng.standard_normal((1, 3, 23, 23)).astype("float32")
     got, = lib.run(x=data)
@@ -124,9 +137,10 @@ def test_a_mobilenet_block_of_24_and_144_channels_needs_no_transform_inside():
     assert [s["ops"] for s in steps] == [
         ["layout_transform"], ["nn.conv2d", "clip"], ["nn.conv2d", "clip"],
         ["nn.conv2d", "add"], ["layout_transform"]]
-    # 24 channels in blocks of 8, 144 in blocks of 16: each convolution reads the block
-    # its producer wrote
-    assert [s["shape"][-1] for s in steps[:4]] == [8, 16, 16, 8]
+    # 24 channels in blocks of 8, 144 in blocks of 16 on AVX-512 (8 on AVX2): each
+    # convolution reads the block its producer wrote
+    assert [s["shape"][-1] for s in steps[:4]] == [block(24), block(144), block(144),
+                                                   block(24)]
     data = rng.standard_normal((1, 24, 13, 13)).astype("float32")
     got, = lib.run(x=data)
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
@@ -146,11 +160,24 @@ def test_a_grouped_convolution_builds_and_stays_nchw(opt_level):
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("units, panel", [(1000, 40), (64, 64), (24, 24), (37, None)])
+def whole_vectors(units: int) -> int:
+    """The widest panel of whole vectors of the host, at most 64 floats, that divides
+    `units` and whose row of accumulators, with a vector of data and a broadcast, fits
+    its registers: 64 on AVX-512 (4 + 4 + 1 of 32), 32 on AVX2 (64 would take 8 + 8 + 1
+    of 16)."""
+    t = Target.resolve()
+    lanes = t.vector_lanes
+    return max(w for w in range(lanes, 65, lanes)
+               if units % w == 0 and 2 * (w // lanes) + 1 <= t.vector_registers)
+
+
+@pytest.mark.parametrize("units, panel", [(1000, 40), (64, whole_vectors), (24, 24),
+                                          (37, None)])
 def test_a_dense_reads_its_weights_packed_in_panels_at_build_time(units, panel):
     """nn.dense with a constant weight becomes nn.contrib_dense_pack on the weight packed
     (units / panel, K, panel) when the build runs, scheduled by the dense_pack template;
     units no panel width divides (37) keep nn.dense and the dense template."""
+    panel = panel(units) if callable(panel) else panel
     x = graph.var("x", shape=(3, 29))
     w = rng.standard_normal((units, 29)).astype("float32")
     b = rng.standard_normal(units).astype("float32")

@@ -30,15 +30,18 @@ WORKLOAD = ("matmul", (*SHAPE, "float32"))
 _timestamps = itertools.count(1)
 
 
-def space(shape=SHAPE):
-    return search_spaces.space("matmul", *shape)
+def space(shape=SHAPE, target=HERE):
+    """The matmul space on `target`: it depends on the target's vector unit (its
+    register tiles), so a config is taken from the space of the target it is logged or
+    applied for, never from the host's."""
+    return search_spaces.space("matmul", *shape, target=target)
 
 
 def log(db, target, costs, shape=SHAPE, error=tuner.MeasureErrorNo.NO_ERROR):
     """Log config `index` of matmul `shape` on `target` with mean `cost` for each item of
     `costs` ({index: seconds}); a cost of None is a measurement without a time."""
     task = tuner.Task("matmul", shape, target=target)
-    inputs = [tuner.MeasureInput(task, space(shape).get(i)) for i in costs]
+    inputs = [tuner.MeasureInput(task, space(shape, target).get(i)) for i in costs]
     results = [tuner.MeasureResult(() if c is None else (c, c), error, "", 0.01,
                                    float(next(_timestamps)), "testhost")
                for c in costs.values()]
@@ -154,15 +157,17 @@ def test_lookups_are_cached_for_the_life_of_the_context(db):
     log(db, HERE, {1: 1e-6})
     statements = []
     db.conn.set_trace_callback(statements.append)
+    # built for HERE, as the dispatch below is: a lookup is kept per target built for
+    # (its vector unit's space), and the host's may be another one
     with ApplyHistoryBest(db, target=HERE):
         with pytest.warns(FallbackWarning):
-            instantiate("matmul", *OTHER_SHAPE)
+            instantiate("matmul", *OTHER_SHAPE, target=HERE)
         assert len(statements) == 3              # one query per tier, then the miss
-        instantiate("matmul", *SHAPE)
+        instantiate("matmul", *SHAPE, target=HERE)
         # an exact hit: its task, its confirmation (none), its best record
         assert len(statements) == 3 + 3
-        instantiate("matmul", *SHAPE)
-        instantiate("matmul", *OTHER_SHAPE)
+        instantiate("matmul", *SHAPE, target=HERE)
+        instantiate("matmul", *OTHER_SHAPE, target=HERE)
         assert len(statements) == 3 + 3
         db.conn.set_trace_callback(None)
         db.conn.execute("DELETE FROM records")
@@ -190,12 +195,12 @@ def test_contexts_nest_like_dispatch_contexts(db):
 
 def test_instantiate_builds_the_best_config_and_matches_numpy(tmp_path):
     path = tmp_path / "tune.db"
-    fallback = space().fallback().index
+    fallback = space(target="llvm").fallback().index
     chosen, slower = [i for i in (7, 11, 12) if i != fallback][:2]
     with records.Database(path) as db:
         log(db, "llvm", {chosen: 1e-6, slower: 2e-6})
     with ApplyHistoryBest(path):
-        assert dispatch(WORKLOAD) == space().get(chosen)
+        assert dispatch(WORKLOAD) == space(target="llvm").get(chosen)
         s, args = instantiate("matmul", *SHAPE)
     rng = np.random.default_rng(0)
     a, b = rng.random((16, 16), dtype="float32"), rng.random((16, 16), dtype="float32")

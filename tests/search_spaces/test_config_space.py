@@ -2,12 +2,13 @@
 neighbours, JSON, equality, and the space-building mode of a template."""
 import itertools
 import json
+import math
 import pickle
 
 import pytest
 
 import search_spaces
-from compiler import te
+from compiler import Target, te
 from search_spaces import ConfigEntity, SpaceError, template
 
 
@@ -126,7 +127,11 @@ def test_equality_and_hash_follow_space_and_index():
 
 def test_space_building_mode_answers_with_valid_defaults():
     sp = small()
-    assert sp["tile"].size == (-1, 12)  # the fallback: the divisor of 24 nearest 16 lanes
+    # the fallback: the divisor of 24 nearest the host's lanes in log scale (16 lanes: 12)
+    lanes = Target.resolve().vector_lanes
+    nearest = min((d for d in range(1, 25) if 24 % d == 0),
+                  key=lambda d: abs(math.log2(d / lanes)))
+    assert sp["tile"].size == (-1, nearest)
     assert sp["mode"].val == "a"
     assert not sp.is_fallback  # as in AutoTVM, for templates that ask
 

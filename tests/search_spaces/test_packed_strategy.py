@@ -12,10 +12,19 @@ import pytest
 
 import search_spaces
 from compiler import graph
+from compiler.graph.op.layout import channel_blocks
 from compiler.graph.reference import evaluate
+from compiler.ops.conv2d_winograd import winograd_tile_size
 from compiler.transform.pass_infra import PassContext
 
 rng = np.random.default_rng(11)
+
+
+def block(channels: int) -> int:
+    """The untuned block of `channels` on the target the models are built for (the host:
+    they run): its float32 lanes where they divide, 16 on AVX-512 and 8 on AVX2, else
+    half of them (24 channels: 8 on either)."""
+    return channel_blocks(channels)[0]
 
 
 def _const(*shape):
@@ -34,8 +43,8 @@ def block_fn():
         x, pool_size=3, strides=2, padding=1))))
 
 
-PACKED = {"conv2d_nchwc": (1, 16, 13, 13, 32, 1, 1, 1, 0, 16, 16),
-          "depthwise_conv2d_nchwc": (1, 32, 13, 13, 3, 3, 2, 1, 16)}
+PACKED = {"conv2d_nchwc": (1, 16, 13, 13, 32, 1, 1, 1, 0, block(16), block(32)),
+          "depthwise_conv2d_nchwc": (1, 32, 13, 13, 3, 3, 2, 1, block(32))}
 
 
 class AnswerFor(search_spaces.DispatchContext):
@@ -82,7 +91,8 @@ def test_any_config_of_a_packed_template_computes_the_kernel_and_its_tail(name):
 
 def image_fn(dilation=1):
     """An RGB image through three convolutions whose blocks change: 3 -> 16 (one block
-    of 3 in, 16 out: OIHW3i16o), 16 -> 24 (OIHW16i8o), 24 -> 40 (OIHW8i8o)."""
+    of 3 in, 16 out: OIHW3i16o), 16 -> 24 (OIHW16i8o), 24 -> 40 (OIHW8i8o) on AVX-512;
+    on AVX2 the 16 channels take blocks of 8 (OIHW3i8o, OIHW8i8o, OIHW8i8o)."""
     x = graph.var("x", shape=(1, 3, 37, 37))
     y = graph.nn.relu(graph.nn.bias_add(
         graph.nn.conv2d(x, _const(16, 3, 7, 7), strides=2, padding=3), _const(16)))
@@ -92,9 +102,11 @@ def image_fn(dilation=1):
     return graph.Function([x], graph.multiply(y, graph.const(np.float32(0.5))))
 
 
-IMAGE = [("conv2d_nchwc", (1, 3, 37, 37, 16, 7, 7, 2, 3, 3, 16)),
-         ("conv2d_winograd_nchwc", (1, 16, 19, 19, 24, 1, 16, 8, 2)),  # 3x3: by Winograd
-         ("conv2d_nchwc", (1, 24, 19, 19, 40, 5, 5, 2, 2, 8, 8))]
+IMAGE = [("conv2d_nchwc", (1, 3, 37, 37, 16, 7, 7, 2, 3, 3, block(16))),  # one block of 3
+         ("conv2d_winograd_nchwc", (1, 16, 19, 19, 24, 1, block(16), block(24),  # by Winograd
+                                    winograd_tile_size((3, 3), (1, 1), (1, 1), (19, 19),
+                                                       (16, 24)))),
+         ("conv2d_nchwc", (1, 24, 19, 19, 40, 5, 5, 2, 2, block(24), block(40)))]
 
 
 def test_blocks_that_change_between_convolutions_are_the_templates_arguments():
@@ -123,7 +135,7 @@ def test_a_one_layer_model_runs_every_config_that_apply_config_gives():
                                         0.0, 6.0))
     data = rng.standard_normal((1, 8, 13, 13)).astype("float32")
     want = evaluate(fn, data)
-    args = (1, 8, 13, 13, 16, 3, 3, 1, 1, 8, 16)
+    args = (1, 8, 13, 13, 16, 3, 3, 1, 1, block(8), block(16))
     for config in search_spaces.space("conv2d_nchwc", *args).sample(4, seed=5):
         with search_spaces.ApplyConfig(config):
             lib = build(fn)

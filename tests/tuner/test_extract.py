@@ -52,10 +52,14 @@ def packed_task(C, H, K, R, stride, pad, ic, oc, direct=False) -> Task:
 
 
 def resnet_tasks(packed: bool) -> list[tuple[Task, int]]:
+    """The tasks of resnet18(size=64) built for the host, NCHW or `packed` in the host's
+    untuned blocks (channel_blocks: 16 on AVX-512, 8 on AVX2; the image's 3 channels
+    one block)."""
     out = []
     for (C, H, K, R, stride, pad), n in RESNET18_LAYERS:
         args = (1, C, H, H, K, R, R, stride, pad)
-        out.append((packed_task(C, H, K, R, stride, pad, 3 if C == 3 else 16, 16) if packed
+        ic = 3 if C == 3 else channel_blocks(C)[0]
+        out.append((packed_task(C, H, K, R, stride, pad, ic, channel_blocks(K)[0]) if packed
                     else Task("conv2d_nchw", args), n))
     # at opt_level 3 the classifier's weights are packed in panels of 40 at build time
     return [*out, (Task("dense_pack", (1, 1000, 512, 40)) if packed
