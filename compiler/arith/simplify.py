@@ -208,7 +208,7 @@ def _fold(e: E.Expr):
     elif t is E.TruncDiv and y != 0:
         v = int(x / y)
     elif t is E.TruncMod and y != 0:
-        v = x - int(x / y) * y
+        v = math.fmod(x, y) if isinstance(x, float) else x - int(x / y) * y
     elif t is E.Div and y != 0:
         v = x / y
     elif t is E.And:

@@ -98,6 +98,7 @@ def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
             case E.Sub: return b.fsub(x, y, flags=_FAST)
             case E.Mul: return b.fmul(x, y, flags=_FAST)
             case E.Div: return b.fdiv(x, y)
+            case E.TruncMod: return b.frem(x, y)  # C's fmod
             case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
             case E.Max: return b.select(b.fcmp_ordered(">", x, y), x, y)
     else:

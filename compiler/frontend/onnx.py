@@ -29,10 +29,13 @@ from ..graph.expr import Constant, Function, Var
 from .onnx_ops import CONVERTERS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
 
-OPSETS = range(7, 29)
-"""The default-domain opsets whose semantics these converters follow: onnx 1.23's. From 23
-to 28 the ops converted here changed only in element types this importer refuses, except
-for attributes it reads (SpaceToDepth's mode, Cast's round_mode, Range's stash_type)."""
+OPSETS = range(1, 29)
+"""The default-domain opsets whose semantics these converters follow: all of onnx 1.23's.
+From 23 to 28 the ops converted here changed only in element types, except for attributes
+they read (SpaceToDepth's mode); before 7, the old forms (broadcast=1 with an axis,
+consumed_inputs, a Cast's string `to`, Reshape's shape attribute) are attributes no
+converter reads, or inputs it does not find, and so refused by name, and the training
+mode that is_test=0 meant (BatchNormalization, Dropout) is refused."""
 
 CONVERTER_ERRORS = (ValueError, TypeError, KeyError, IndexError, ArithmeticError)
 """What a converter or a type relation raises on a node it cannot import: each becomes one
@@ -188,12 +191,12 @@ def _input_type(inp, shape: dict, where: str):
                             f"{', '.join(COMPILED)})")
     if inp.name in shape:
         return graph.TensorType(tuple(shape[inp.name]), dtype)
-    dims = []
-    for d in t.shape.dim:
-        if not d.HasField("dim_value"):
-            raise FrontendError(f"{where}: input {inp.name} has a dynamic dimension "
-                                f"({d.dim_param or '?'}); give its shape, e.g. "
-                                f"shape={{'{inp.name}': (1, 3, 224, 224)}} or --shape "
-                                f"{inp.name}:1,3,224,224")
-        dims.append(d.dim_value)
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+    if None in dims:  # an example of its own rank: its static extents, 1 and 128 for the rest
+        open_ = t.shape.dim[dims.index(None)]
+        example = tuple(d if d is not None else 128 if i else 1 for i, d in enumerate(dims))
+        raise FrontendError(f"{where}: input {inp.name} has a dynamic dimension "
+                            f"({open_.dim_param or '?'}); give its shape, e.g. "
+                            f"shape={{'{inp.name}': {example}}} or --shape "
+                            f"{inp.name}:{','.join(map(str, example))}")
     return graph.TensorType(dims, dtype)

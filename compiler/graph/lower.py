@@ -30,6 +30,10 @@ def lower_function(func: Function, name: str):
     together, their common stages once) and `info` says how the
     anchor was scheduled (chooser.Choice.info), or strategy.NO_TEMPLATE (every value
     None) when no template did (see the module docstring)."""
+    for p in func.params:
+        if 0 in tuple(p.ty.shape):
+            raise BuildError(f"{name}: its input {p.name} of shape {tuple(p.ty.shape)} has no "
+                             f"elements; zero-size values are not supported")
     placeholders = [te.placeholder(p.ty.shape, dtype=p.ty.dtype, name=f"{name}_{p.name}")
                     for p in func.params]
     env = {id(p): t for p, t in zip(func.params, placeholders)}

@@ -339,7 +339,7 @@ def binary(cls, a, b) -> Expr:
         a = convert(a, getattr(convert(b), "dtype", None))
     b = convert(b, a.dtype)
     a, b = promote(a, b)
-    if cls in (FloorMod, TruncMod, TruncDiv) and is_float(a.dtype):
+    if cls in (FloorMod, TruncDiv) and is_float(a.dtype):  # (TruncMod of floats: C's fmod)
         raise TypeError(f"{cls.__name__} needs integer operands, got {a.dtype}")
     if cls is FloorDiv and is_float(a.dtype):
         return Call("floor", (Div(a, b),), a.dtype)

@@ -139,7 +139,7 @@ def test_a_model_file_and_a_static_shape_for_a_dynamic_input(tmp_path):
     path = tmp_path / "mlp.onnx"
     onnx.save(m, path)
     with pytest.raises(FrontendError, match=r"input x has a dynamic dimension \(batch\).*"
-                                            r"shape=\{'x': "):
+                                            r"shape=\{'x': \(1, 13\)\} or --shape x:1,13"):
         from_onnx(path)
     mod, _ = from_onnx(str(path), shape={"x": (3, 13)})
     assert mod["main"].params[0].ty == graph.TensorType((3, 13))
@@ -152,8 +152,9 @@ def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
                                             r"supported; the supported ones are .*Conv"):
         from_onnx(bad)
     old = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", [2])],
-                [tensor("y", None)], [], opset=6)
-    with pytest.raises(FrontendError, match="opset 6 of the default domain is not supported"):
+                [tensor("y", None)], [], opset=29)
+    with pytest.raises(FrontendError, match=r"opset 29 of the default domain is not supported "
+                                            r"\(supported: 1 to 28\)"):
         from_onnx(old)
     (tmp_path / "junk.onnx").write_bytes(b"\x00not a model")
     with pytest.raises(FrontendError, match="junk.onnx: not a readable ONNX model"):
@@ -161,13 +162,56 @@ def test_bad_models_are_one_error_naming_what_is_wrong(tmp_path):
     with pytest.raises(FrontendError, match="nothere.onnx: no such file"):
         from_onnx(tmp_path / "nothere.onnx")
     same = model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2],
-                                   auto_pad="SAME_UPPER", name="pool")],
+                                   auto_pad="SAME", name="pool")],
                  [tensor("x", [1, 1, 5, 5])], [tensor("y", None)], [])
-    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): auto_pad='SAME_UPPER' "
+    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): auto_pad='SAME' "
                                             r"is not supported"):
         from_onnx(same)
     with pytest.raises(FrontendError, match="shape= names y, which are not inputs"):
         from_onnx(mlp(), shape={"y": (1,)})
+
+
+def test_what_the_importer_does_not_compute_is_refused_by_name():
+    """An element type the build does not compile, a model of another domain only, an
+    output a converter does not compute that the graph uses, an attribute no converter
+    reads: each one FrontendError naming it (each was a crash or a silent answer)."""
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    small = model([relu], [helper.make_tensor_value_info("x", TensorProto.UINT16, [2])],
+                  [tensor("y", None)], [])
+    with pytest.raises(FrontendError, match=r"input x has element type uint16, which is not "
+                                            r"supported \(supported: float32"):
+        from_onnx(small)
+    ml = helper.make_model(helper.make_graph([relu], "g", [tensor("x", [2])],
+                                             [tensor("y", None)]),
+                           opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)])
+    with pytest.raises(FrontendError, match=r"imports no opset of ONNX's default domain "
+                                            r"\(its opsets: ai.onnx.ml 3\)"):
+        from_onnx(ml)
+    mean = model([helper.make_node("LayerNormalization", ["x", "s"], ["y", "m"], name="ln"),
+                  helper.make_node("Relu", ["y"], ["r"], name="relu")],
+                 [tensor("x", [2, 3]), tensor("s", [3])], [tensor("r", None)], [])
+    assert from_onnx(mean)  # its unused Mean output is computed: no question asked
+    pooled = model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2],
+                                     name="pool")],
+                   [tensor("x", [1, 1, 4, 4])], [tensor("y", None), tensor("i", None)], [])
+    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): its Indices output is "
+                                            r"not supported"):
+        from_onnx(pooled)
+    dropout = model([helper.make_node("Dropout", ["x"], ["y"], seed=3, name="drop")],
+                    [tensor("x", [2, 3])], [tensor("y", None)], [], opset=28)
+    assert from_onnx(dropout)  # opset 28; its seed only matters in training (read)
+    legacy = model([helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1,
+                                     axis=1)],
+                   [tensor("x", [2, 3, 3]), tensor("b", [3])], [tensor("y", None)], [],
+                   opset=6)  # opset 6 aligned b at axis 1, numpy at the end: refused
+    with pytest.raises(FrontendError, match=r"node add \(Add\): attribute (broadcast=1|axis=1) "
+                                            r"is not supported"):
+        from_onnx(legacy)
+    odd = model([helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)],
+                [tensor("x", [2])], [tensor("y", None)], [])
+    with pytest.raises(FrontendError, match=r"node relu \(Relu\): attribute alpha=0.5 is "
+                                            r"not supported"):
+        from_onnx(odd)
 
 
 @pytest.mark.parametrize("name, kernels", [("residual", 4), ("mobile_block", 4), ("mlp", 3),

@@ -1,7 +1,8 @@
 """Conformance of the network ONNX ops (compiler/frontend/onnx_ops/nn.py) against ONNX
 Runtime, each attribute variant a node of its own: the normalizations, Gemm, MatMul of
-every rank (a constant weight becomes a dense, equal batch axes a batch_matmul), the
-two-operand Einsum forms of a transformer, Softmax and LogSoftmax on any axis."""
+every rank (a constant weight becomes a dense, equal batch axes a batch_matmul), Einsum
+(a transformer's two-operand forms, ellipses, diagonals, sums, three operands), Softmax
+and LogSoftmax on any axis."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,7 +40,13 @@ CASES = {  # op type: (opset, nodes)
                     node(In(2, 3, 7, 13), In(2, 3, 13, 5), equation="bhij,bhjd->bhid"),
                     node(In(2, 7, 13), w(13, 5), equation="bij,jk->bik"),
                     node(In(7, 13), In(5, 13), equation="ik,jk->ij"),
-                    node(In(2, 7, 3, 5), In(2, 13, 3, 5), equation="bqhd,bkhd->bhqk")]),
+                    node(In(2, 7, 3, 5), In(2, 13, 3, 5), equation="bqhd,bkhd->bhqk"),
+                    # ellipses (broadcast), implicit outputs, diagonals, sums, three operands
+                    node(In(2, 7, 13), In(1, 13, 5), equation="...ij,...jk->...ik"),
+                    node(In(7, 13), In(13, 5), equation="ij,jk"),
+                    node(In(3, 7, 7), equation="...ii->...i"),
+                    node(In(7, 13), equation="ij->j"),
+                    node(In(7, 13), In(13, 5), In(5, 3), equation="ij,jk,kl->li")]),
     "Softmax": (17, [node(In(2, 7, 13)), node(In(2, 7, 13), axis=1), node(In(7, 37), axis=0)]),
     "LogSoftmax": (17, [node(In(2, 7, 13)), node(In(2, 7, 13), axis=0)]),
 }
@@ -132,8 +139,8 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
 
 
 @pytest.mark.parametrize("op_type, nodes, opset, message", [
-    ("ScatterND", [node(In(7, 13), np.array([[1]], "int64"), In(1, 13), reduction="add")], 18,
-     r"reduction='add' is not supported"),
+    ("ScatterND", [node(In(7, 13), np.array([[1]], "int64"), In(1, 13), reduction="sum")], 18,
+     r"reduction='sum' is not supported"),
     ("Gelu", [node(In(7), approximate="fast")], 20, r"approximate='fast' is not supported"),
     ("Cast", [node(In(7), to=10)], 17, r"to=float16 is not supported"),
     # an attribute its converter never reads, at a value other than its default
@@ -141,10 +148,10 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
      r"attribute storage_order=1 is not supported"),
     ("Dropout", [node(In(7), np.array(0.5, "float32"), np.array(True))], 17,
      r"training_mode=True \(a random mask\) is not supported"),
-    ("Einsum", [node(In(2, 7, 13), In(2, 13, 5), equation="...ij,...jk->...ik")], 17,
-     r"equation='...ij,...jk->...ik' is not supported"),
-    ("LayerNormalization", [node(In(7, 13), w(13), outputs=2)], 17,
-     r"the Mean and InvStdDev outputs are not supported"),
+    ("Einsum", [node(In(2, 7, 13), In(2, 13, 5), equation="bij,bjk,bkl->bil")], 17,
+     r"equation='bij,bjk,bkl->bil' does not fit its 2 operands"),
+    ("LayerNormalization", [node(In(7, 13), w(13), outputs=2, stash_type=10)], 17,
+     r"stash_type=10 is not supported"),
 ])
 def test_an_unsupported_attribute_is_one_error_naming_the_node_and_the_attribute(
         op_type, nodes, opset, message):

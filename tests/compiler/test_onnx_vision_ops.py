@@ -1,7 +1,8 @@
 """Conformance of the image ONNX ops (compiler/frontend/onnx_ops/vision.py) against ONNX
 Runtime, built at opt level 3 (onnx_cases.check_against_ort: max |ours - ORT| / max |ORT|
 <= 1e-4, ORT's shapes): ConvTranspose (strides, pads, output_padding, output_shape,
-groups, dilations, pads that crop), the pools with ceil_mode and dilations,
+groups, dilations, pads that crop, weights fed at run time), Conv and the pools in 1-D
+and with auto_pad, the pools with ceil_mode and dilations,
 GlobalMaxPool, Pad's modes, Resize in every mode and coordinate mode by scales and by
 sizes (and Upsample, Resize-10); a U-Net block whose up-sampling meets the packed
 convolutions; and the FrontendError of each attribute value that is not supported."""
@@ -51,19 +52,33 @@ CASES = {  # name: (op type, opset, nodes)
         node(In(1, 4, 7, 5), w(4, 3, 3, 3), strides=[2, 2], output_shape=[16, 10]),
         # stride = kernel: the windows over the dilated input do not overlap
         node(In(1, 16, 7, 13), w(16, 13, 2, 2), w(13), strides=[2, 2]),
-        node(In(2, 7, 5, 6), w(7, 5, 3, 2), strides=[3, 2])]),
+        node(In(2, 7, 5, 6), w(7, 5, 3, 2), strides=[3, 2]),
+        # weights and bias fed at run time; 1-D (as 2-D of a unit height)
+        node(In(1, 7, 5, 6), In(7, 4, 3, 3), In(4), strides=[2, 2], pads=[1, 0, 1, 1]),
+        node(In(1, 7, 13), w(7, 5, 3), w(5), strides=[2], pads=[1, 2], output_padding=[1])]),
+    "Conv": ("Conv", 17, [  # 1-D, auto_pad, weights fed at run time
+        node(In(1, 7, 37), w(5, 7, 3), w(5), strides=[2], pads=[1, 2], dilations=[2]),
+        node(In(2, 6, 13), w(6, 2, 3), group=3, auto_pad="SAME_UPPER", strides=[2]),
+        node(In(1, 7, 13, 13), w(5, 7, 3, 3), auto_pad="SAME_LOWER", strides=[2, 2]),
+        node(In(1, 7, 13, 12), w(5, 7, 2, 2), auto_pad="SAME_UPPER"),
+        node(In(1, 7, 13, 13), w(5, 7, 3, 3), auto_pad="VALID", kernel_shape=[3, 3]),
+        node(In(1, 7, 13, 11), In(5, 7, 3, 3), In(5), pads=[1, 1, 1, 1])]),
     "MaxPool": ("MaxPool", 17, [
         node(In(1, 7, 13, 13), kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
         node(In(1, 7, 13, 37), kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1],
              dilations=[2, 3], ceil_mode=1),
         node(In(2, 13, 7, 13), kernel_shape=[2, 2], dilations=[2, 2]),
         node(In(1, 16, 13, 7), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
-             ceil_mode=1)]),
+             ceil_mode=1),
+        node(In(1, 7, 37), kernel_shape=[3], strides=[2], pads=[1, 1]),
+        node(In(1, 7, 13, 13), kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")]),
     "AveragePool": ("AveragePool", 17, [
         node(In(1, 7, 13, 37), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 1],
              ceil_mode=1, count_include_pad=cip) for cip in (0, 1)] + [
         node(In(1, 7, 6, 13), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1,
-             count_include_pad=1)]),
+             count_include_pad=1),
+        node(In(2, 7, 13), kernel_shape=[2], strides=[2], ceil_mode=1),
+        node(In(1, 7, 13, 13), kernel_shape=[2, 3], auto_pad="SAME_LOWER")]),
     "AveragePool-19": ("AveragePool", 19, [
         node(In(1, 7, 13, 37), kernel_shape=[2, 3], strides=[3, 2], pads=[1, 2, 1, 0],
              dilations=[2, 3], ceil_mode=1, count_include_pad=cip) for cip in (0, 1)]),
@@ -72,6 +87,7 @@ CASES = {  # name: (op type, opset, nodes)
         node(In(1, 7, 13, 5), ints(0, 0, 2, 1, 0, 0, 3, 4), mode="reflect"),
         node(In(2, 3, 7, 13), ints(0, 1, 6, 0, 1, 0, 0, 12), mode="edge"),
         node(In(7, 13), ints(1, -2, 3, 4), floats(1.5), mode="constant"),
+        node(In(7, 13), ints(1, 2, 3, 4), In(), mode="constant"),  # its value fed at run time
         node(In(1, 7, 13, 5), ints(0, 0, -2, 1, 0, 0, 3, -1), mode="reflect")]),
     "Pad-18": ("Pad", 18, [node(In(1, 7, 13, 5), ints(2, 1, 3, 4), None, ints(2, -1),
                                 mode=mode) for mode in ("reflect", "edge", "constant")]),
@@ -201,10 +217,12 @@ def test_unsupported_resize_attributes_are_named(attrs, message):
      "input of shape (1, 7, 13) is not supported (4-D NCHW only)"),
     ("Pad", [node(In(7, 13), ints(1, 1, 1, 1), mode="wrap")], 19,
      "mode='wrap' is not supported (constant, edge, reflect)"),
-    ("ConvTranspose", [node(In(1, 7, 5, 5), In(7, 3, 3, 3))], 17,
-     "its weight 'in0_1' must be a constant"),
-    ("MaxPool", [node(In(1, 7, 13), kernel_shape=[3])], 17,
-     "kernel_shape=[3] is not supported (2-D pools only)"),
+    ("ConvTranspose", [node(In(1, 7, 5, 5), w(7, 3, 3, 3), auto_pad="SAME_UPPER")], 17,
+     "auto_pad='SAME_UPPER' is not supported"),
+    ("MaxPool", [node(In(1, 7, 5, 5, 5), kernel_shape=[3, 3, 3])], 17,
+     "kernel_shape=[3, 3, 3] is not supported (1-D and 2-D pools only)"),
+    ("Conv", [node(In(1, 7, 5, 5), w(3, 7, 3, 3), kernel_shape=[3, 2])], 17,
+     "kernel_shape=[3, 2] differs from the weight's window [3, 3]"),
     ("Upsample", [node(In(*SIZE), floats(1, 1, 2, 0.5))], 9,
      "up-samples one axis and down-samples the other"),
 ])

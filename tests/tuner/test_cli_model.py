@@ -219,6 +219,11 @@ def test_compile_writes_a_shared_library_and_its_header_that_run_opens(tmp_path)
     header = (tmp_path / "tokens.h").read_text()
     assert " *   0: ids  int64[1, 7]" in header and " *   1: mask  bool[1, 7]" in header
     _run_tokens(tmp_path, "tokens.so")
+    named = invoke("compile", "tokens.onnx", "-o", "named.h", *shapes, "--json", cwd=tmp_path)
+    assert named.returncode == 0, named.stderr  # the header's name: the library beside it
+    assert json.loads(named.stdout)["output"] == "named.so"
+    assert (tmp_path / "named.so").read_bytes()[:4] == b"\x7fELF"
+    assert " *   0: ids  int64[1, 7]" in (tmp_path / "named.h").read_text()
     bench = invoke("bench", "tokens.onnx", *shapes, "--library", "--repeat", 2, "--json",
                    cwd=tmp_path)
     assert bench.returncode == 0, bench.stderr

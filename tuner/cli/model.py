@@ -31,9 +31,10 @@ from .common import (BadInput, external_option, format_seconds, json_option, mak
               help="shared: one shared library with a C API and the weights inside, that "
                    "needs only the C runtime (linked by the system C compiler); header: "
                    "that and its header, OUTPUT with .h (the model's inputs and outputs, "
-                   "the C API); zip: the archive that only compiler.runtime.load opens, "
-                   "which `autosched run --profile` profiles and which takes cblas parts. "
-                   "[default: shared for a name ending in .so, else zip]")
+                   "the C API; -o model.h writes model.so beside it); zip: the archive that "
+                   "only compiler.runtime.load opens, which `autosched run --profile` "
+                   "profiles and which takes cblas parts. [default: shared for a name "
+                   "ending in .so, header for .h, else zip]")
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
 @click.option("--db", type=click.Path(dir_okay=False),
               help="A tuning log: each kernel's anchor gets its best logged config.")
@@ -52,7 +53,9 @@ def compile_model(model, output, target, shapes, opt_level, external, db, fmt, a
     Examples: autosched compile resnet18.onnx -o resnet18.so --db tune.db;
     autosched compile resnet18.onnx -o resnet18.zip --external cblas
     """
-    fmt = fmt or ("shared" if output.endswith(".so") else "zip")
+    fmt = fmt or {".so": "shared", ".h": "header"}.get(os.path.splitext(output)[1], "zip")
+    if fmt == "header" and output.endswith(".h"):  # the header named: the library beside it
+        output = os.path.splitext(output)[0] + ".so"
     if fmt == "zip" and output.endswith(".so"):
         raise BadInput(f"-o {output}: a file named .so is a shared library (--format shared); "
                        "give the zip form another name, e.g. model.zip")

@@ -186,13 +186,25 @@ def text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def pads(attrs, rank: int = 2) -> tuple:
-    """A window's explicit pads as (begin..., end...) of `rank` axes."""
-    if text(attrs.get("auto_pad", "NOTSET")) != "NOTSET":
-        raise ValueError(f"auto_pad={text(attrs['auto_pad'])!r} is not supported; export "
-                         f"with explicit pads")
-    found = list(attrs.get("pads", [0] * 2 * rank))
-    return tuple(found[:rank] + found[rank:])
+def pads(attrs, size=None, kernel=None, strides=None, dilations=None) -> tuple:
+    """A window's pads as (begin..., end...) of its 2 axes: explicit, or those auto_pad
+    gives (VALID: none; SAME_UPPER / SAME_LOWER: the output is ceil(size / stride), the
+    odd pixel at the end / the start), which needs the window's geometry (`size`...)."""
+    mode = text(attrs.get("auto_pad", "NOTSET"))
+    if mode == "NOTSET":
+        found = list(attrs.get("pads", [0] * 4))
+        return tuple(found[:2] + found[2:])
+    if mode == "VALID":
+        return (0,) * 4
+    if mode not in ("SAME_UPPER", "SAME_LOWER") or size is None:
+        raise ValueError(f"auto_pad={mode!r} is not supported; export with explicit pads")
+    begin, end = [], []
+    for n, k, s, d in zip(size, kernel, strides, dilations):
+        total = max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
+        small, big = total // 2, total - total // 2
+        begin.append(small if mode == "SAME_UPPER" else big)
+        end.append(big if mode == "SAME_UPPER" else small)
+    return tuple(begin + end)
 
 
 def axis(value: int, ndim: int, what: str = "axis") -> int:

@@ -107,12 +107,40 @@ def _prelu(ctx, args, attrs, node):
     return graph.add(nn.relu(x), graph.multiply(slope, graph.minimum(x, zero)))
 
 
+def _cast_to(ctx, x, dtype: str, what: str):
+    if dtype not in COMPILED and not ctx.known(x):  # constants fold to any numpy type
+        raise ValueError(f"{what}={dtype} is not supported (supported: {', '.join(COMPILED)})")
+    return x if ctx.dtype(x) == dtype else tensor.cast(x, dtype)
+
+
 def _cast(ctx, args, attrs, node):
     to = attrs["to"]
-    if DTYPES.get(to) not in COMPILED and not ctx.known(args[0]):  # constants fold
-        raise ValueError(f"to={dtype_name(to)} is not supported (supported: "
-                         f"{', '.join(COMPILED)})")
-    return args[0] if ctx.dtype(args[0]) == DTYPES[to] else tensor.cast(args[0], DTYPES[to])
+    return _cast_to(ctx, args[0], DTYPES.get(to, dtype_name(to)), "to")
+
+
+def _is_inf(ctx, args, attrs, node):
+    x = args[0]
+    found = [tensor.equal(x, _scalar(ctx, x, sign * np.inf)) for sign, attr in
+             ((1, "detect_positive"), (-1, "detect_negative")) if attrs.get(attr, 1)]
+    if not found:
+        return Constant(np.zeros(ctx.shape(x), "bool"))
+    return found[0] if len(found) == 1 else tensor.logical_or(*found)
+
+
+def _mod(ctx, args, attrs, node):
+    """Mod: fmod=1 the remainder with the dividend's sign (C's fmod), fmod=0 with the
+    divisor's (Python's %: on floats, C's fmod plus the divisor where the signs differ,
+    as numpy computes it)."""
+    x, y = args
+    if attrs.get("fmod", 0):
+        return tensor.trunc_mod(x, y)
+    if not ctx.dtype(x).startswith("float"):
+        return tensor.floor_mod(x, y)
+    rem, zero = tensor.trunc_mod(x, y), _scalar(ctx, x, 0.0)
+    differ = tensor.logical_and(
+        tensor.logical_not(tensor.equal(rem, zero)),
+        tensor.logical_not(tensor.equal(tensor.less(rem, zero), tensor.less(y, zero))))
+    return tensor.where(differ, graph.add(rem, y), rem)
 
 
 def _nary(op):
@@ -187,4 +215,8 @@ CONVERTERS = {
     "Or": _binary(tensor.logical_or),
     "Where": _where,
     "Cast": _cast,
+    "CastLike": lambda c, a, at, n: _cast_to(c, a[0], c.dtype(a[1]), "the target type"),
+    "IsNaN": lambda c, a, at, n: tensor.logical_not(tensor.equal(a[0], a[0])),
+    "IsInf": _is_inf,
+    "Mod": _mod,
 }

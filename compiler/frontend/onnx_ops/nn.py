@@ -14,9 +14,9 @@ import numpy as np
 
 from ... import graph
 from ...graph.expr import Constant
-from ...graph.op import nn, reduce
+from ...graph.op import nn, reduce, tensor
 from ...graph.op.transform import broadcast_to
-from .common import axis
+from .common import DTYPES, axis, text
 
 
 def _gemm(ctx, args, attrs, node):
@@ -64,39 +64,93 @@ def matmul(ctx, a, b):
 
 
 def _einsum(ctx, args, attrs, node):
-    """The two-operand contractions a transformer writes ("bhid,bhjd->bhij",
-    "bij,jk->bik", ...) as one batched matmul between transposes and reshapes."""
-    equation = attrs["equation"]
-    equation = equation.decode() if isinstance(equation, bytes) else equation
-    if "->" not in equation or "." in equation or len(args) != 2:
-        raise ValueError(f"equation={equation!r} is not supported: two operands and an "
-                         f"explicit output, no ellipsis")
-    ins, out = equation.replace(" ", "").split("->")
-    la, lb = ins.split(",")
-    a, b = args
-    dims = dict(zip(la, ctx.shape(a))) | dict(zip(lb, ctx.shape(b)))
-    if len(set(la)) != len(la) or len(set(lb)) != len(lb) or set(out) - set(la + lb):
-        raise ValueError(f"equation={equation!r} is not supported (repeated or unknown "
-                         f"letters)")
-    batch = [c for c in la if c in lb and c in out]
-    contract = [c for c in la if c in lb and c not in out]
+    """Einsum of any number of operands: an ellipsis as the axes it covers (aligned at
+    the right, as numpy broadcasts them), an implicit output as the ellipsis' axes then
+    the letters used once, in alphabetical order; a letter repeated in one operand takes
+    its diagonal, a letter of one operand alone that the output drops is summed away,
+    then the operands are contracted two at a time, each pair as one batched matmul
+    between transposes and reshapes (a transformer's "bhid,bhjd->bhij" is one)."""
+    equation = text(attrs["equation"]).replace(" ", "")
+    ins, arrow, out = equation.partition("->")
+    terms = ins.split(",")
+    if len(terms) != len(args) or any(t.count("...") > 1 for t in terms + [out]):
+        raise ValueError(f"equation={equation!r} does not fit its {len(args)} operands")
+    spare = [chr(0x3b1 + k) for k in range(16)]  # letters for the ellipsis' axes
+    covered = max([len(ctx.shape(a)) - len(t) + 3 for a, t in zip(args, terms)
+                   if "..." in t] or [0])
+    ellipsis = spare[:covered]
+    terms = [t.replace("...", "".join(ellipsis[covered - (len(ctx.shape(a)) - len(t) + 3):]))
+             for a, t in zip(args, terms)]
+    if not arrow:
+        once = sorted(c for c in set("".join(terms)) if "".join(terms).count(c) == 1
+                      and c not in ellipsis)
+        out = "".join(ellipsis) + "".join(once)
+    out = out.replace("...", "".join(ellipsis))
+    dims: dict[str, int] = {}
+    for a, t in zip(args, terms):
+        if len(t) != len(ctx.shape(a)):
+            raise ValueError(f"equation={equation!r}: {t!r} does not fit an operand of shape "
+                             f"{ctx.shape(a)}")
+        for c, d in zip(t, ctx.shape(a)):
+            dims[c] = max(dims.get(c, 1), d)
+    if set(out) - set(dims) or len(set(out)) != len(out):
+        raise ValueError(f"equation={equation!r}: its output names letters no operand has, "
+                         f"or one twice")
+    operands = []
+    for k, (a, t) in enumerate(zip(args, terms)):
+        a, t = _diagonals(ctx, a, t)
+        others = set(out).union(*(terms[:k] + terms[k + 1:]))
+        alone = [i for i, c in enumerate(t) if c not in others]
+        if alone:
+            a = reduce.sum(a, tuple(alone))
+            t = "".join(c for c in t if c in others)
+        operands.append((a, t))
+    a, la = operands[0]
+    for k, (b, lb) in enumerate(operands[1:], 1):
+        later = set(out).union(*(t for _, t in operands[k + 1:]))
+        a, la = _contract(ctx, a, la, b, lb, later, dims)
+    if la != out:
+        a = graph.transpose(a, [la.index(c) for c in out])
+    return a
+
+
+def _diagonals(ctx, x, letters: str):
+    """`x` with each letter repeated in `letters` reduced to its diagonal (a mask of the
+    identity, then a sum over the repeat), and its letters."""
+    while len(set(letters)) != len(letters):
+        c = next(c for c in letters if letters.count(c) > 1)
+        p, q = letters.index(c), letters.index(c, letters.index(c) + 1)
+        shape = ctx.shape(x)
+        mask = np.eye(shape[p], dtype=ctx.dtype(x)).reshape(
+            [shape[p] if i == p else shape[q] if i == q else 1 for i in range(len(shape))])
+        x = reduce.sum(graph.multiply(x, Constant(mask)), (q,))
+        letters = letters[:q] + letters[q + 1:]
+    return x, letters
+
+
+def _contract(ctx, a, la: str, b, lb: str, later: set, dims: dict):
+    """a x b over their shared letters that `later` (the output and the operands still to
+    come) does not need: one batched matmul of (batch, free a, shared) by (batch, shared,
+    free b); a letter of extent 1 in one operand is broadcast to the other's."""
+    batch = [c for c in la if c in lb and c in later]
+    shared = [c for c in la if c in lb and c not in later]
     free_a = [c for c in la if c not in lb]
     free_b = [c for c in lb if c not in la]
-    if any(c not in out for c in free_a + free_b):
-        raise ValueError(f"equation={equation!r} sums an axis of one operand; not supported")
-
-    def arrange(x, letters, order, shape):
-        x = graph.transpose(x, [letters.index(c) for c in order])
-        return graph.reshape(x, shape)
 
     def size(cs):
         return int(np.prod([dims[c] for c in cs]))
-    a3 = arrange(a, la, batch + free_a + contract, (size(batch), size(free_a), size(contract)))
-    b3 = arrange(b, lb, batch + contract + free_b, (size(batch), size(contract), size(free_b)))
-    prod = graph.matmul(a3, b3)
-    order = batch + free_a + free_b
-    prod = graph.reshape(prod, [dims[c] for c in order])
-    return graph.transpose(prod, [order.index(c) for c in out])
+
+    def arrange(x, letters, order, shape):
+        full = [dims[c] for c in letters]
+        if list(ctx.shape(x)) != full:
+            x = broadcast_to(x, full)
+        if list(order) != list(letters):
+            x = graph.transpose(x, [letters.index(c) for c in order])
+        return graph.reshape(x, shape)
+    a3 = arrange(a, la, batch + free_a + shared, (size(batch), size(free_a), size(shared)))
+    b3 = arrange(b, lb, batch + shared + free_b, (size(batch), size(shared), size(free_b)))
+    letters = batch + free_a + free_b
+    return graph.reshape(graph.matmul(a3, b3), [dims[c] for c in letters]), "".join(letters)
 
 
 def _softmax(kind):
@@ -124,8 +178,8 @@ def _per_channel(shape, v):
 
 
 def _layer_norm(ctx, args, attrs, node):
-    if len([o for o in node.output if o]) > 1:
-        raise ValueError("the Mean and InvStdDev outputs are not supported (Y only)")
+    """LayerNormalization as nn.layer_norm; its Mean and InvStdDev outputs, when the node
+    names them, computed apart (in x's type, then cast to stash_type's)."""
     x, scale, bias = (args + [None, None])[:3]
     shape = ctx.shape(x)
     at = axis(attrs.get("axis", -1), len(shape))
@@ -134,7 +188,22 @@ def _layer_norm(ctx, args, attrs, node):
         scale = broadcast_to(scale, trailing)
     bias = _full(ctx, x, trailing, 0.0) if bias is None else \
         bias if ctx.shape(bias) == trailing else broadcast_to(bias, trailing)
-    return nn.layer_norm(x, scale, bias, at, attrs.get("epsilon", 1e-5))
+    epsilon = attrs.get("epsilon", 1e-5)
+    y = nn.layer_norm(x, scale, bias, at, epsilon)
+    stash = DTYPES.get(attrs.get("stash_type", 1))
+    if len([o for o in node.output if o]) == 1:
+        return y
+    if stash not in ("float32", "float64"):
+        raise ValueError(f"stash_type={attrs['stash_type']} is not supported (float32, "
+                         f"float64)")
+    axes = tuple(range(at, len(shape)))
+    mean = reduce.mean(x, axes, keepdims=True)
+    centered = graph.subtract(x, mean)
+    variance = reduce.mean(graph.multiply(centered, centered), axes, keepdims=True)
+    inverse = graph.divide(_full(ctx, x, (), 1.0), graph.sqrt(
+        graph.add(variance, _full(ctx, x, (), epsilon))))
+    return (y, *(o if ctx.dtype(x) == stash else tensor.cast(o, stash)
+                 for o in (mean, inverse)))
 
 
 def _instance_norm(ctx, args, attrs, node):
@@ -177,6 +246,8 @@ def _batch_norm(ctx, args, attrs, node):
     momentum = attrs.get("momentum", 0.9)  # only training updates statistics with it
     if not attrs.get("spatial", 1):
         raise ValueError("spatial=0 (statistics per activation) is not supported")
+    if ctx.opset < 7 and not attrs.get("is_test", 0):  # training, then the default
+        raise ValueError("is_test=0 (training) is not supported")
     if not attrs.get("training_mode", 0):
         return graph.nn.batch_norm(x, scale, bias, mean, var, epsilon=epsilon)
     shape = ctx.shape(x)
@@ -196,6 +267,8 @@ def _dropout(ctx, args, attrs, node):
     a ratio above 0) draws a random mask, which is refused."""
     x = args[0]
     attrs.get("seed")  # only training draws random numbers
+    if ctx.opset < 7 and not attrs.get("is_test", 0):  # training, then the default
+        raise ValueError("is_test=0 (training) is not supported")
     if ctx.opset < 12:
         attrs.get("ratio")  # likewise
     elif len(args) > 2 and args[2] is not None:

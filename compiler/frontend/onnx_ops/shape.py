@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import graph
 from ...graph.expr import Constant
-from ...graph.op import indexing, transform
+from ...graph.op import indexing, tensor, transform
 from .common import axis, text
 
 
@@ -161,8 +161,15 @@ def _range(ctx, args, attrs, node):
 
 
 def _trilu(ctx, args, attrs, node):
-    k = int(ctx.optional(args, 1, "k", 0))
-    return transform.trilu(args[0], k, bool(attrs.get("upper", 1)))
+    """Trilu; a k fed at run time compares it with a constant of column - row indices."""
+    x, upper = args[0], bool(attrs.get("upper", 1))
+    if len(args) < 2 or args[1] is None or ctx.known(args[1]):
+        return transform.trilu(x, int(ctx.optional(args, 1, "k", 0)), upper)
+    rows, cols = ctx.shape(x)[-2:]
+    offset = Constant(np.arange(cols)[None, :] - np.arange(rows)[:, None])
+    k = graph.reshape(args[1], ())
+    keep = tensor.greater_equal(offset, k) if upper else tensor.less_equal(offset, k)
+    return tensor.where(keep, x, Constant(np.zeros((), ctx.dtype(x))))
 
 
 def _depth_to_space(ctx, args, attrs, node):
@@ -180,8 +187,11 @@ def _depth_to_space(ctx, args, attrs, node):
 def _space_to_depth(ctx, args, attrs, node):
     n, c, h, w = ctx.shape(args[0])
     b = attrs["blocksize"]
+    mode = text(attrs.get("mode", "DCR"))  # (opset 28 adds CRD)
+    if mode not in ("DCR", "CRD"):
+        raise ValueError(f"mode={mode!r} is not supported (DCR, CRD)")
     x = graph.reshape(args[0], (n, c, h // b, b, w // b, b))
-    x = graph.transpose(x, (0, 3, 5, 1, 2, 4))
+    x = graph.transpose(x, (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4))
     return graph.reshape(x, (n, c * b * b, h // b, w // b))
 
 
@@ -195,9 +205,10 @@ def _topk(ctx, args, attrs, node):
 
 def _scatter_nd(ctx, args, attrs, node):
     reduction = text(attrs.get("reduction", "none"))
-    if reduction != "none":
-        raise ValueError(f"reduction={reduction!r} is not supported (none)")
-    return indexing.scatter_nd(*args)
+    if reduction not in ("none", "add", "mul", "max", "min"):
+        raise ValueError(f"reduction={reduction!r} is not supported (none, add, mul, max, "
+                         f"min)")
+    return indexing.scatter_nd(*args, reduction)
 
 
 def _cumsum(ctx, args, attrs, node):

@@ -1,14 +1,16 @@
 """Converters of ONNX's image ops: convolutions (ConvTranspose as an ordinary convolution
-on the dilated input), pools (ceil_mode, dilations), padding (constant, edge, reflect)
-and resizing (Resize, Upsample), on 4-D NCHW data."""
+on the dilated input), pools (ceil_mode, dilations, auto_pad), padding (constant, edge,
+reflect) and resizing (Resize, Upsample), on 4-D NCHW data; the convolutions and pools
+also on 3-D (N, C, L) data, as 2-D with a unit height."""
 from __future__ import annotations
 
 import numpy as np
 
 from ... import graph
-from ...graph.op import image, pool, transform
+from ...graph.expr import Constant
+from ...graph.op import image, pool, tensor, transform
 from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
-from .common import pads, text
+from .common import Attributes, pads, text
 
 
 def _kernel_shape(ctx, weight, attrs):
@@ -23,10 +25,40 @@ def _kernel_shape(ctx, weight, attrs):
 def _conv(ctx, args, attrs, node):
     data, weight, bias = (args + [None])[:3]
     _kernel_shape(ctx, weight, attrs)
-    out = graph.nn.conv2d(data, weight, strides=attrs.get("strides", (1, 1)),
-                          padding=pads(attrs), dilation=attrs.get("dilations", (1, 1)),
+    strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
+    padding = pads(attrs, _image(ctx, data)[2:], ctx.shape(weight)[2:], strides, dilation)
+    out = graph.nn.conv2d(data, weight, strides=strides, padding=padding, dilation=dilation,
                           groups=attrs.get("group", 1))
     return out if bias is None else graph.nn.bias_add(out, bias)
+
+
+_LIFTED = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0,
+           "output_shape": 1}
+"""A 1-D window's attributes as 2-D ones: the value for the unit height in front."""
+
+
+def _also_1d(convert, lifted: int):
+    """`convert` (of 2-D NCHW windows) that also takes 1-D ones, (N, C, L): as 2-D with a
+    unit height, the result reshaped back. `lifted`: how many leading inputs (data,
+    weight) are windows to lift."""
+    def wrapped(ctx, args, attrs, node):
+        if len(ctx.shape(args[0])) != 3:
+            return convert(ctx, args, attrs, node)
+        args = [graph.reshape(a, (*ctx.shape(a)[:2], 1, ctx.shape(a)[2]))
+                if k < lifted and a is not None else a for k, a in enumerate(args)]
+        flat = Attributes({})
+        for name, value in attrs.items():
+            if name == "pads":
+                value = [0, value[0], 0, value[1]]
+            elif name in _LIFTED:
+                value = [_LIFTED[name], *value]
+            dict.__setitem__(flat, name, value)
+        out = convert(ctx, args, flat, node)
+        attrs.read |= flat.read
+        outs = out if isinstance(out, tuple) else (out,)
+        outs = tuple(graph.reshape(o, (*ctx.shape(o)[:2], ctx.shape(o)[3])) for o in outs)
+        return outs if isinstance(out, tuple) else outs[0]
+    return wrapped
 
 
 def _image(ctx, expr, what: str = "input") -> tuple:
@@ -43,9 +75,6 @@ def _conv_transpose(ctx, args, attrs, node):
     dilation * (kernel - 1) less the pads (plus output_padding at the end); pads beyond
     that crop the dilated input instead."""
     data, weight, bias = (args + [None])[:3]
-    if not ctx.known(weight):
-        raise ValueError(f"its weight {node.input[1]!r} must be a constant (an initializer "
-                         f"or computed from them), not computed at run time")
     _image(ctx, data)
     _kernel_shape(ctx, weight, attrs)
     channels, per_group, kh, kw = _image(ctx, weight, "weight")
@@ -78,7 +107,7 @@ def _transpose_pads(size, kernel, strides, dilation, attrs) -> tuple:
     that give its output_shape, split as ONNX's rule for auto_pad NOTSET (the odd one at
     the start); an output_shape beyond the full output grows output_padding."""
     extra = list(attrs.get("output_padding", (0, 0)))
-    given = pads(attrs)  # (and auto_pad NOTSET)
+    given = pads(attrs)  # (auto_pad NOTSET or VALID)
     if "output_shape" not in attrs:
         return given, extra
     shape = list(attrs["output_shape"])
@@ -99,11 +128,12 @@ def _pool(kind):
     def convert(ctx, args, attrs, node):
         kernel = list(attrs["kernel_shape"])
         if len(kernel) != 2:
-            raise ValueError(f"kernel_shape={kernel} is not supported (2-D pools only)")
+            raise ValueError(f"kernel_shape={kernel} is not supported (1-D and 2-D pools only)")
         if len(node.output) > 1 and node.output[1]:
             raise ValueError("its Indices output is not supported")
-        common = {"pool_size": kernel, "strides": attrs.get("strides", (1, 1)),
-                  "padding": pads(attrs), "dilation": attrs.get("dilations", (1, 1)),
+        strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
+        common = {"pool_size": kernel, "strides": strides, "dilation": dilation,
+                  "padding": pads(attrs, _image(ctx, args[0])[2:], kernel, strides, dilation),
                   "ceil_mode": bool(attrs.get("ceil_mode", 0))}
         if kind == "max":
             return graph.nn.max_pool2d(args[0], **common)
@@ -117,10 +147,14 @@ def _pad(ctx, args, attrs, node):
     if mode not in ("constant", "edge", "reflect"):
         raise ValueError(f"mode={mode!r} is not supported (constant, edge, reflect)")
     shape = ctx.shape(args[0])
+    fed = None  # a constant_value fed at run time
     if ctx.opset >= 11:
         widths = [int(p) for p in ctx.value(args[1], "pads").reshape(-1)]
-        value = ctx.optional(args, 2, "constant_value", np.zeros(1))
-        value = float(np.asarray(value).reshape(-1)[0]) if np.size(value) else 0.0
+        if len(args) > 2 and args[2] is not None and not ctx.known(args[2]):
+            fed, value = args[2], 0.0
+        else:
+            value = ctx.optional(args, 2, "constant_value", np.zeros(1))
+            value = float(np.asarray(value).reshape(-1)[0]) if np.size(value) else 0.0
         axes = ctx.optional(args, 3, "axes")
     else:
         widths, value, axes = list(attrs["pads"]), float(attrs.get("value", 0.0)), None
@@ -138,8 +172,12 @@ def _pad(ctx, args, attrs, node):
     if min(widths) < 0:  # a negative pad crops
         x = transform.strided_slice(x, [max(0, -b) for b in before],
                                     [d - max(0, -a) for d, a in zip(shape, after)])
-    return graph.nn.pad(x, [(max(0, b), max(0, a)) for b, a in zip(before, after)], value,
-                        mode)
+    widths = [(max(0, b), max(0, a)) for b, a in zip(before, after)]
+    out = graph.nn.pad(x, widths, value, mode)
+    if fed is None or mode != "constant":
+        return out
+    border = np.pad(np.zeros(ctx.shape(x), "bool"), widths, constant_values=True)
+    return tensor.where(Constant(border), graph.reshape(fed, ()), out)
 
 
 def _resize(ctx, args, attrs, node):
@@ -212,10 +250,10 @@ def _upsample(ctx, args, attrs, node):
 
 
 CONVERTERS = {
-    "Conv": _conv,
-    "ConvTranspose": _conv_transpose,
-    "MaxPool": _pool("max"),
-    "AveragePool": _pool("avg"),
+    "Conv": _also_1d(_conv, 2),
+    "ConvTranspose": _also_1d(_conv_transpose, 2),
+    "MaxPool": _also_1d(_pool("max"), 1),
+    "AveragePool": _also_1d(_pool("avg"), 1),
     "GlobalAveragePool": lambda c, a, at, n: graph.nn.global_avg_pool2d(a[0]),
     "GlobalMaxPool": lambda c, a, at, n: pool.global_max_pool2d(a[0]),
     "Pad": _pad,

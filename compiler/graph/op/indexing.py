@@ -78,11 +78,22 @@ def _scatter_nd_rel(types, attrs):
     if not indices.dtype.startswith("int") or k > data.ndim or updates.shape != want:
         raise GraphTypeError(f"scatter_nd: data {data.shape}, indices {indices} and updates "
                              f"{updates.shape} do not fit (updates must be {want})")
+    if attrs["reduction"] not in ("none", *_REDUCTIONS):
+        raise GraphTypeError(f"scatter_nd: reduction {attrs['reduction']!r} is none of "
+                             f"none, {', '.join(_REDUCTIONS)}")
     return data
 
 
+_PRODUCT = te.comm_reducer(lambda x, y: x * y, lambda t: te.const(1, t), name="prod")
+_REDUCTIONS = {"add": (te.sum, lambda a, b: a + b), "mul": (_PRODUCT, lambda a, b: a * b),
+               "max": (te.max, te.max), "min": (te.min, te.min)}
+"""ScatterND's reductions: the reducer of the updates that land on a position, and how
+the data combines with their result (a reducer's identity where none lands)."""
+
+
 def _scatter_nd_compute(ins, at, ty):
-    """Each position takes the last update whose index names it, else its data."""
+    """Each position takes the last update whose index names it, else its data; with a
+    reduction, its data combined with every update that names it."""
     data, indices, updates = ins
     shape = ops.get_const_tuple(data.shape)
     ishape = ops.get_const_tuple(indices.shape)
@@ -97,11 +108,18 @@ def _scatter_nd_compute(ins, at, ty):
             flat = te.floordiv(flat, d)
         return tuple(reversed(out))
 
-    def which(*i):
+    def hit(i):
         at_r = unflat(r.var)
-        hit = te.all(*[_index(indices[(*at_r, m)], shape[m]) == i[m] for m in range(k)])
-        return te.max(te.select(hit, r.var, te.const(-1, "int32")), axis=r)
-    last = te.compute(shape[:k], which, name="scatter_nd_which")
+        return te.all(*[_index(indices[(*at_r, m)], shape[m]) == i[m] for m in range(k)])
+
+    if at["reduction"] != "none":
+        reducer, combine = _REDUCTIONS[at["reduction"]]
+        landed = te.compute(shape, lambda *i: reducer(updates[(*unflat(r.var), *i[k:])],
+                                                      axis=r, where=hit(i)),
+                            name="scatter_nd_landed")
+        return te.compute(shape, lambda *i: combine(data[i], landed[i]), name="scatter_nd")
+    last = te.compute(shape[:k], lambda *i: te.max(
+        te.select(hit(i), r.var, te.const(-1, "int32")), axis=r), name="scatter_nd_which")
 
     def value(*i):
         w = last[i[:k]]
@@ -114,19 +132,23 @@ def _scatter_nd_ref(args, attrs):
     data, indices, updates = args
     out = data.copy()
     k = indices.shape[-1]
+    combine = {"none": lambda a, b: b, "add": np.add, "mul": np.multiply,
+               "max": np.maximum, "min": np.minimum}[attrs["reduction"]]
     for at in np.ndindex(*indices.shape[:-1]):
         idx = tuple(int(v) % data.shape[m] for m, v in enumerate(indices[at][:k]))
-        out[idx] = updates[at]
+        out[idx] = combine(out[idx], updates[at])
     return out
 
 
 def _scatter_nd_samples():
     rows = TensorType((2, 1), "int64")
-    return [([_f(7, 13), rows, _f(2, 13)], {}),
-            ([_f(5, 7, 3), TensorType((2, 2, 2), "int64"), _f(2, 2, 3)], {})]
+    return [([_f(7, 13), rows, _f(2, 13)], {"reduction": "none"}),
+            ([_f(5, 7, 3), TensorType((2, 2, 2), "int64"), _f(2, 2, 3)], {"reduction": "none"}),
+            ([_f(7, 13), TensorType((3, 1), "int64"), _f(3, 13)], {"reduction": "add"}),
+            ([_f(7, 13), TensorType((3, 1), "int64"), _f(3, 13)], {"reduction": "max"})]
 
 
-register_op("scatter_nd", _scatter_nd_rel, OpPattern.OPAQUE, {}, 3,
+register_op("scatter_nd", _scatter_nd_rel, OpPattern.OPAQUE, {"reduction": "none"}, 3,
             compute=_scatter_nd_compute, reference=_scatter_nd_ref, layout=needs_nchw,
             samples=_scatter_nd_samples)
 
@@ -250,8 +272,10 @@ def gather(data: Expr, indices: Expr, axis: int = 0) -> Call:
     return call("gather", [data, indices], axis=int(axis))
 
 
-def scatter_nd(data: Expr, indices: Expr, updates: Expr) -> Call:
-    return call("scatter_nd", [data, indices, updates])
+def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "none") -> Call:
+    """`data` with `updates` written at `indices` (ONNX's ScatterND), or combined with
+    what is there by `reduction` ("add", "mul", "max", "min")."""
+    return call("scatter_nd", [data, indices, updates], reduction=reduction)
 
 
 def topk(data: Expr, k: int, axis: int = -1, ret_type: str = "both",

@@ -32,10 +32,11 @@ def _broadcast(name, f):
     return compute
 
 
-def _binary(name, compute, reference):
+def _binary(name, compute, reference, samples=None):
     register_op(name, broadcast_rel(name), OpPattern.BROADCAST, num_inputs=2,
                 compute=lambda ins, at, ty: compute(*ins),
-                reference=lambda a, at: reference(a[0], a[1]), layout=follow)
+                reference=lambda a, at: reference(a[0], a[1]), layout=follow,
+                samples=samples)
 
 
 def _unary(name, compute, reference, defaults=None):
@@ -43,13 +44,34 @@ def _unary(name, compute, reference, defaults=None):
                 reference=reference, layout=follow)
 
 
+def _no_trap(f, by_minus_one):
+    """An integer division or remainder `f` that never traps: the CPU's divide faults on a
+    divisor of 0 (and on INT_MIN / -1), which would end the user's process. A divisor of 0
+    gives 0 (numpy's answer), -1 gives `by_minus_one(x)`, without dividing."""
+    def safe(x, y):
+        one, zero = te.const(1, y.dtype), te.const(0, x.dtype)
+        divisor = te.select(y == te.const(0, y.dtype), one,
+                            te.select(y == te.const(-1, y.dtype), one, y))
+        out = te.select(y == te.const(-1, y.dtype), by_minus_one(x), f(x, divisor))
+        return te.select(y == te.const(0, y.dtype), zero, out)
+    return safe
+
+
 _binary("add", ops.add, np.add)
 _binary("subtract", ops.subtract, np.subtract)
 _binary("multiply", ops.multiply, np.multiply)
-_binary("divide", lambda a, b: _broadcast("divide", lambda x, y: te.truncdiv(x, y)
-                                          if not is_float(x.dtype) else x / y)(a, b),
+_binary("divide", lambda a, b: _broadcast("divide", _no_trap(te.truncdiv, lambda x: -x)
+                                          if not is_float(a.dtype) else
+                                          lambda x, y: x / y)(a, b),
         lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else
         (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(a.dtype))
+_binary("trunc_mod", lambda a, b: _broadcast("trunc_mod", te.truncmod if is_float(a.dtype)
+                                             else _no_trap(te.truncmod, lambda x: x * 0))(a, b),
+        lambda a, b: np.fmod(a, b) if a.dtype.kind == "f" else
+        np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b))).astype(a.dtype))
+_binary("floor_mod", _broadcast("floor_mod", _no_trap(te.floormod, lambda x: x * 0)),
+        lambda a, b: np.where(b == 0, 0, np.mod(a, np.where(b == 0, 1, b))).astype(a.dtype),
+        tensor_samples(2, "int32"))  # integers only (Mod's converter builds a float's)
 _binary("maximum", _broadcast("maximum", te.max), np.maximum)
 _binary("minimum", _broadcast("minimum", te.min), np.minimum)
 _unary("sigmoid", lambda ins, at, ty: ops.sigmoid(ins[0]), lambda a, at: 1 / (1 + np.exp(-a[0])))
@@ -250,6 +272,14 @@ def cos(x: Expr) -> Call:
 
 def power(a: Expr, b: Expr) -> Call:
     return call("power", [a, b])
+
+
+def trunc_mod(a: Expr, b: Expr) -> Call:
+    return call("trunc_mod", [a, b])
+
+
+def floor_mod(a: Expr, b: Expr) -> Call:
+    return call("floor_mod", [a, b])
 
 
 def equal(a: Expr, b: Expr) -> Call:
