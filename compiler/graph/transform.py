@@ -8,6 +8,8 @@ types requires InferType, which then runs first.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, const
@@ -22,6 +24,7 @@ from .merge_compiler_regions import merge_compiler_regions
 from .op import Op
 from .op.tensor import add, divide, multiply, sqrt, subtract
 from .op.transform import reshape
+from .ty import TensorType
 from .partition_graph import partition_graph
 from .reference import apply_op
 from .simplify_layer_norm import simplify_layer_norm
@@ -48,8 +51,26 @@ def InferType():
 register_pass("InferType", InferType)
 
 
+def _empty(expr) -> bool:
+    return isinstance(expr.ty, TensorType) and 0 in tuple(expr.ty.shape)
+
+
 class _FoldConstant(ExprMutator):
+    """Also folds what has no elements: a call whose result is empty is that empty
+    constant (nothing to compute, whatever its operands), and a concatenation drops its
+    empty fields, so that no kernel ever sees a zero-size tensor."""
+
     def rewrite_call(self, call: Call):
+        if isinstance(call.op, Op) and isinstance(call.ty, TensorType) and \
+                0 in tuple(call.ty.shape):
+            return Constant(np.zeros(tuple(call.ty.shape), call.ty.dtype))
+        if isinstance(call.op, Op) and call.op.name == "concatenate" and \
+                isinstance(call.args[0], Tuple):
+            kept = [f for f in call.args[0].fields if not _empty(f)]
+            if len(kept) == 1:
+                return kept[0]
+            if len(kept) < len(call.args[0].fields):
+                call = Call(call.op, (Tuple(tuple(kept)),), call.attrs, call.ty)
         if isinstance(call.op, Op) and call.op.reference is not None and call.args and \
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)

@@ -187,15 +187,16 @@ def text(value) -> str:
 
 
 def pads(attrs, size=None, kernel=None, strides=None, dilations=None) -> tuple:
-    """A window's pads as (begin..., end...) of its 2 axes: explicit, or those auto_pad
-    gives (VALID: none; SAME_UPPER / SAME_LOWER: the output is ceil(size / stride), the
-    odd pixel at the end / the start), which needs the window's geometry (`size`...)."""
+    """A window's pads as (begin..., end...) of its axes (2 unless `size` says): explicit,
+    or those auto_pad gives (VALID: none; SAME_UPPER / SAME_LOWER: the output is
+    ceil(size / stride), the odd pixel at the end / the start), which needs the window's
+    geometry (`size`...)."""
     mode = text(attrs.get("auto_pad", "NOTSET"))
+    rank = 2 if size is None else len(size)
     if mode == "NOTSET":
-        found = list(attrs.get("pads", [0] * 4))
-        return tuple(found[:2] + found[2:])
+        return tuple(attrs.get("pads", [0] * 2 * rank))
     if mode == "VALID":
-        return (0,) * 4
+        return (0,) * 2 * rank
     if mode not in ("SAME_UPPER", "SAME_LOWER") or size is None:
         raise ValueError(f"auto_pad={mode!r} is not supported; export with explicit pads")
     begin, end = [], []

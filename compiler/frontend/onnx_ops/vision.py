@@ -127,19 +127,47 @@ def _transpose_pads(size, kernel, strides, dilation, attrs) -> tuple:
 def _pool(kind):
     def convert(ctx, args, attrs, node):
         kernel = list(attrs["kernel_shape"])
-        if len(kernel) != 2:
-            raise ValueError(f"kernel_shape={kernel} is not supported (1-D and 2-D pools only)")
+        if len(kernel) not in (2, 3):
+            raise ValueError(f"kernel_shape={kernel} is not supported (1-D to 3-D pools)")
         if len(node.output) > 1 and node.output[1]:
             raise ValueError("its Indices output is not supported")
-        strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
-        common = {"pool_size": kernel, "strides": strides, "dilation": dilation,
-                  "padding": pads(attrs, _image(ctx, args[0])[2:], kernel, strides, dilation),
-                  "ceil_mode": bool(attrs.get("ceil_mode", 0))}
-        if kind == "max":
-            return graph.nn.max_pool2d(args[0], **common)
-        return graph.nn.avg_pool2d(args[0], count_include_pad=bool(
-            attrs.get("count_include_pad", 0)), **common)
+        rank = len(kernel)
+        strides = list(attrs.get("strides", (1,) * rank))
+        dilation = list(attrs.get("dilations", (1,) * rank))
+        size = ctx.shape(args[0])[2:]
+        if len(size) != rank:
+            raise ValueError(f"kernel_shape={kernel} does not fit an input of shape "
+                             f"{ctx.shape(args[0])}")
+        padding = pads(attrs, size, kernel, strides, dilation)
+
+        # the window's (kernel, stride, dilation, pad before, pad after) per axis, and a
+        # unit one (a 3-D pool's second pass has H x W as one axis of a unit window)
+        axes = [(kernel[a], strides[a], dilation[a], padding[a], padding[a + rank])
+                for a in range(rank)] + [(1, 1, 1, 0, 0)]
+
+        def pool(x, first, second):  # the 2-D pool over two of those axes
+            k, s, dl, b, e = zip(axes[first], axes[second])
+            common = {"pool_size": k, "strides": s, "dilation": dl, "padding": b + e,
+                      "ceil_mode": bool(attrs.get("ceil_mode", 0))}
+            if kind == "max":
+                return graph.nn.max_pool2d(x, **common)
+            return graph.nn.avg_pool2d(x, count_include_pad=bool(
+                attrs.get("count_include_pad", 0)), **common)
+        if rank == 2:
+            return pool(args[0], 0, 1)
+        return _pool_3d(ctx, args[0], pool)
     return convert
+
+
+def _pool_3d(ctx, x, pool):
+    """A 3-D pool as two 2-D ones, over H and W of each depth slice, then over D: a max,
+    and an average (its count of valid elements is a product of the axes' counts), of a
+    box is the same taken axis by axis, padding, dilation and ceil_mode included."""
+    n, c, d, h, w = ctx.shape(x)
+    planes = pool(graph.reshape(x, (n, c * d, h, w)), 1, 2)
+    h2, w2 = ctx.shape(planes)[2:]
+    depth = pool(graph.reshape(planes, (n, c, d, h2 * w2)), 0, 3)
+    return graph.reshape(depth, (n, c, ctx.shape(depth)[2], h2, w2))
 
 
 def _pad(ctx, args, attrs, node):
