@@ -43,8 +43,8 @@ FrontendError naming the node."""
 
 
 class _NotComputed:
-    """A node's output that its converter does not compute (Dropout's mask in training,
-    say): an error as soon as a node or the graph's outputs use it."""
+    """A node's output that its converter does not compute (an optional output it has no
+    use for): an error as soon as a node or the graph's outputs use it."""
 
     def __init__(self, what: str, index: int, name: str):
         self.message = f"{what}: its output {index} ({name!r}) is not supported"
