@@ -205,10 +205,9 @@ def _fold(e: E.Expr):
         v = x // y
     elif t is E.FloorMod and y != 0:
         v = x % y
-    elif t is E.TruncDiv and y != 0:
-        v = int(x / y)
-    elif t is E.TruncMod and y != 0:
-        v = x - int(x / y) * y
+    elif t in (E.TruncDiv, E.TruncMod) and y != 0:
+        q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)  # exact beyond 2**53
+        v = q if t is E.TruncDiv else x - q * y
     elif t is E.Div and y != 0:
         v = x / y
     elif t is E.And:
@@ -219,7 +218,17 @@ def _fold(e: E.Expr):
         return None
     if single and isinstance(v, float):
         v = _float32(v)
-    return E.const(v, e.dtype)
+    return E.const(_cast_value(v, e.dtype), e.dtype)
+
+
+def _cast_value(v, dtype: str):
+    """The constant `v` as the kernel converts it to `dtype`: nonzero to bool, floats
+    truncated toward zero to integers, integers wrapped into the integer's range."""
+    if dtype == "bool":
+        return bool(v)
+    if E.is_float(dtype):
+        return float(v)
+    return E.wrap(int(v), dtype)
 
 
 def _float32(v: float) -> float:
@@ -326,7 +335,8 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
             return a
         case E.Mul(a=a, b=b) if _is_const(a, 1):
             return b
-        case E.FloorDiv(b=E.IntImm(value=c)) | E.FloorMod(b=E.IntImm(value=c)) if c > 0:
+        case E.FloorDiv(b=E.IntImm(value=c)) | E.FloorMod(b=E.IntImm(value=c)) \
+                if c > 0 and E.is_int(e.dtype):
             return _simplify_div_mod(e, bounds)
         case E.Min(a=a, b=b) | E.Max(a=a, b=b) if E.is_int(e.dtype):
             le = _prove(E.LE(a, b), bounds)
@@ -352,7 +362,7 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
         case E.Select(condition=E.IntImm(value=v), true_value=t, false_value=f):
             return t if v else f
         case E.Cast(value=E.IntImm(value=v) | E.FloatImm(value=v), dtype=dt):
-            return E.const(int(v) if not E.is_float(dt) else float(v), dt)
+            return E.const(_cast_value(v, dt), dt)
     return e
 
 

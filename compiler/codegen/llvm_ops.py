@@ -15,9 +15,10 @@ from ..errors import BuildError
 from ..ir import expr as E
 from . import fast_math
 
-I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 PTR = ir.PointerType()
-_SCALAR = {"bool": I1, "int8": I8, "int32": I32, "int64": I64,
+_SCALAR = {"bool": I1, "int8": I8, "int16": I16, "int32": I32, "int64": I64,
+           "uint8": I8, "uint16": I16, "uint32": I32, "uint64": I64,
            "float32": ir.FloatType(), "float64": ir.DoubleType()}
 _SUFFIX = {"float32": "f32", "float64": "f64"}
 _FAST = ("contract",)
@@ -56,7 +57,11 @@ def splat(b: ir.IRBuilder, v: ir.Value, n: int) -> ir.Value:
 
 
 def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
-    """`v` of dtype `src` as dtype `dst` (to bool: whether it is nonzero)."""
+    """`v` of dtype `src` as dtype `dst`, by ONNX's Cast: to bool, whether it is nonzero;
+    float to integer truncates toward zero (to uint8 and uint16 through int32, and to
+    uint32 through int64, so that a negative float wraps as numpy's cast does on x86
+    rather than being LLVM's poison); integers widen by their own sign and narrow by
+    dropping the high bits."""
     ty = llvm_type(dst)
     s, d = E.element(src), E.element(dst)
     if s == d:
@@ -70,10 +75,19 @@ def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     if E.is_float(s) and E.is_float(d):
         return b.fpext(v, ty) if E.bits(d) > E.bits(s) else b.fptrunc(v, ty)
     if E.is_float(s):
-        return b.fptosi(v, ty)
+        if not E.is_uint(d):
+            return b.fptosi(v, ty)
+        if d == "uint64":
+            return b.fptoui(v, ty)
+        wide = llvm_type(E.with_lanes("int64" if d == "uint32" else "int32", E.lanes(dst)))
+        return b.trunc(b.fptosi(v, wide), ty)
     if E.is_float(d):
-        return b.sitofp(v, ty)
-    return b.sext(v, ty) if E.bits(d) > E.bits(s) else b.trunc(v, ty)
+        return b.uitofp(v, ty) if E.is_uint(s) else b.sitofp(v, ty)
+    if E.bits(d) == E.bits(s):
+        return v
+    if E.bits(d) < E.bits(s):
+        return b.trunc(v, ty)
+    return b.zext(v, ty) if E.is_uint(s) else b.sext(v, ty)
 
 
 def compare(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
@@ -83,7 +97,7 @@ def compare(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Va
         if cls is E.NE:
             return b.fcmp_unordered("!=", x, y)
         return b.fcmp_ordered(_ICMP[cls], x, y)
-    if E.element(dtype) == "bool":
+    if E.element(dtype) == "bool" or E.is_uint(dtype):
         return b.icmp_unsigned(_ICMP[cls], x, y)
     return b.icmp_signed(_ICMP[cls], x, y)
 
@@ -91,7 +105,8 @@ def compare(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Va
 def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
            where: str) -> ir.Value:
     """The arithmetic node class `cls` (E.Add, E.FloorDiv, ...) on `dtype`; a BuildError
-    naming the function `where` for a pair no instruction computes."""
+    naming the function `where` for a pair no instruction computes. Unsigned integers
+    wrap, compare unsigned and divide with udiv / urem (floor and truncation agree)."""
     if E.is_float(dtype):
         match cls:
             case E.Add: return b.fadd(x, y, flags=_FAST)
@@ -100,6 +115,15 @@ def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
             case E.Div: return b.fdiv(x, y)
             case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
             case E.Max: return b.select(b.fcmp_ordered(">", x, y), x, y)
+    elif E.is_uint(dtype):
+        match cls:
+            case E.Add: return b.add(x, y)
+            case E.Sub: return b.sub(x, y)
+            case E.Mul: return b.mul(x, y)
+            case E.Min: return b.select(b.icmp_unsigned("<", x, y), x, y)
+            case E.Max: return b.select(b.icmp_unsigned(">", x, y), x, y)
+            case E.TruncDiv | E.FloorDiv: return b.udiv(x, y)
+            case E.TruncMod | E.FloorMod: return b.urem(x, y)
     else:
         match cls:
             case E.Add: return b.add(x, y, flags=("nsw",))
@@ -137,6 +161,8 @@ def math_call(b: ir.IRBuilder, name: str, args: list, dtype: str, where: str) ->
         return b.fdiv(one, b.fadd(one, math_call(b, "exp", [neg], dtype, where)))
     if name == "erf" and elem == "float64":
         return _per_lane(b, "erf", args[0])
+    if name == "abs" and E.is_uint(elem):
+        return args[0]
     if name == "abs" and not E.is_float(elem):
         x = args[0]
         return b.select(b.icmp_signed("<", x, ir.Constant(ty, None)), b.neg(x), x)

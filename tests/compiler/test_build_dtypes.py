@@ -198,3 +198,128 @@ def test_casts_between_float_int_and_bool():
     check_build(s, [A, I, *outs], [a, i],
                 [a.astype("float32"), i.astype("int64") * 1000000000, i / 4.0,
                  a.astype(bool)], rtol=0, atol=0)
+
+
+# ------------------------------------------------ int16 and the unsigned integers
+
+NEW_INTS = ["int16", "uint8", "uint16", "uint32", "uint64"]
+# a value above the signed range of each unsigned type: read as signed it is negative
+ABOVE_SIGNED = {"uint8": 200, "uint16": 40000, "uint32": 3_000_000_000, "uint64": 2 ** 63 + 5}
+
+
+def _ints(dtype: str, n: int, seed: int) -> np.ndarray:
+    """`n` values of `dtype`: over the whole range of an unsigned type (a third of them
+    above the signed range, and its greatest value), small ones for int16 (whose
+    overflow LLVM may assume away, as C does)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int16":
+        return rng.integers(-180, 181, n).astype(dtype)
+    hi = np.iinfo(dtype).max
+    a = rng.integers(0, hi, n, dtype=dtype, endpoint=True)
+    a[::3] = ABOVE_SIGNED[dtype] + rng.integers(0, 5, len(a[::3])).astype(dtype)
+    a[1] = hi
+    return a
+
+
+@pytest.mark.parametrize("dtype", NEW_INTS)
+@pytest.mark.parametrize("n, vectorize", [(7, False), (13, True), (37, True)])
+def test_new_int_elementwise(dtype, n, vectorize):
+    # unsigned: wrapping + - *, udiv / urem, unsigned compare, min / max, zext to wider
+    A = te.placeholder((n,), name="A", dtype=dtype)
+    B = te.placeholder((n,), name="B", dtype=dtype)
+    wide = "uint64" if dtype.startswith("u") else "int64"
+    exprs = {"add": lambda i: A[i] + B[i], "sub": lambda i: A[i] - B[i],
+             "mul": lambda i: A[i] * B[i], "floordiv": lambda i: A[i] // B[i],
+             "floormod": lambda i: A[i] % B[i], "max": lambda i: te.max(A[i], B[i]),
+             "min": lambda i: te.min(A[i], B[i]), "lt": lambda i: A[i] < B[i],
+             "ge": lambda i: A[i] >= B[i], "eq": lambda i: A[i] == B[i],
+             "wide": lambda i: A[i].astype(wide), "f64": lambda i: A[i].astype("float64"),
+             "abs": lambda i: te.abs(A[i])}
+    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
+    s = te.create_schedule([o.op for o in outs])
+    if vectorize:
+        for o in outs:
+            xo, xi = s[o].split(o.op.axis[0], factor=8)
+            s[o].vectorize(xi)
+    a, b = _ints(dtype, n, 1), _ints(dtype, n, 2)
+    b[b == 0] = 3
+    b[2] = a[2]  # equal operands: == and >= decided on them
+    with np.errstate(over="ignore"):
+        want = [a + b, a - b, a * b, a // b, a % b, np.maximum(a, b), np.minimum(a, b),
+                a < b, a >= b, a == b, a.astype(wide), a.astype("float64"), np.abs(a)]
+    check_build(s, [A, B, *outs], [a, b], want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_unsigned_reductions_and_constants_above_the_signed_range(dtype):
+    n, m = 7, 13
+    big = ABOVE_SIGNED[dtype]
+    A = te.placeholder((n, m), name="A", dtype=dtype)
+    k = te.reduce_axis((0, m), name="k")
+    Mx = te.compute((n,), lambda i: te.max(A[i, k], axis=k), name="Mx")
+    k2 = te.reduce_axis((0, m), name="k2")
+    Mn = te.compute((n,), lambda i: te.min(A[i, k2], axis=k2), name="Mn")
+    C = te.compute((n, m), lambda i, j: te.max(A[i, j], big) + 1, name="C")
+    s = te.create_schedule([Mx.op, Mn.op, C.op])
+    a = _ints(dtype, n * m, 3).reshape(n, m)
+    with np.errstate(over="ignore"):
+        want = [a.max(1), a.min(1), np.maximum(a, np.array(big, dtype)) + np.array(1, dtype)]
+    check_build(s, [A, Mx, Mn, C], [a], want)
+
+
+def test_uint64_constant_beyond_int64():
+    c = te.const(2 ** 63 + 5)
+    assert c.dtype == "uint64" and int(c) == 2 ** 63 + 5
+    with pytest.raises(ValueError, match="does not fit in uint8"):
+        te.const(256, "uint8")
+    with pytest.raises(ValueError, match="does not fit in uint32"):
+        te.const(-1, "uint32")
+
+
+@pytest.mark.parametrize("a, b, want", [("uint8", "int8", "int16"), ("uint8", "int16", "int16"),
+                                        ("uint16", "int32", "int32"), ("uint32", "int8", "int64"),
+                                        ("uint8", "uint32", "uint32"), ("uint16", "float32",
+                                                                        "float32"),
+                                        ("bool", "uint8", "uint8")])
+def test_mixed_dtypes_promote_as_numpy(a, b, want):
+    x, y = te.var("x", a), te.var("y", b)
+    assert (x + y).dtype == want == np.promote_types(a, b).name
+
+
+def test_uint64_with_a_signed_int_is_refused_naming_both():
+    with pytest.raises(TypeError, match="uint64 and int64"):
+        te.var("x", "uint64") + te.var("y", "int64")
+
+
+def test_mixed_sign_operands_compute_in_the_promoted_type():
+    # 200 (uint8) against -1 (int8): compared in int16, not as the bytes 0xc8 and 0xff
+    A = te.placeholder((4,), name="A", dtype="uint8")
+    B = te.placeholder((4,), name="B", dtype="int8")
+    Lt = te.compute((4,), lambda i: A[i] < B[i], name="Lt")
+    S = te.compute((4,), lambda i: A[i] + B[i], name="S")
+    s = te.create_schedule([Lt.op, S.op])
+    a = np.array([200, 0, 255, 7], "uint8")
+    b = np.array([-1, -128, 127, 7], "int8")
+    check_build(s, [A, B, Lt, S], [a, b], [a < b, a.astype("int16") + b])
+
+
+@pytest.mark.parametrize("dtype", NEW_INTS)
+def test_new_ints_through_the_graph_level(dtype):
+    from compiler import graph
+    from compiler.graph.op.registry import call
+    from compiler.graph.reference import evaluate
+    x = graph.var("x", shape=(7, 13), dtype=dtype)
+    y = graph.var("y", shape=(13,), dtype=dtype)
+    outs = [graph.add(x, y), graph.subtract(x, y), graph.multiply(x, y), graph.divide(x, y),
+            graph.maximum(x, y), graph.minimum(x, y), call("less", [x, y]),
+            call("greater_equal", [x, y]), call("cast", [x], dtype="float64")]
+    fn = graph.Function([x, y], graph.Tuple(outs))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    a, b = _ints(dtype, 7 * 13, 4).reshape(7, 13), _ints(dtype, 13, 5)
+    b[b == 0] = 3
+    got = lib.run(x=a, y=b)
+    with np.errstate(over="ignore"):
+        want = evaluate(fn, a, b)
+    for g, w, o in zip(got, want, outs):
+        assert g.dtype == w.dtype, o.op.name
+        np.testing.assert_array_equal(g, w, err_msg=o.op.name)
