@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import operator
-import struct
 
 from ..ir import expr as E
 from ..ir.functor import children, map_children
@@ -196,9 +195,12 @@ def _fold(e: E.Expr):
     if not (isinstance(a, (E.IntImm, E.FloatImm)) and isinstance(b, (E.IntImm, E.FloatImm))):
         return None
     x, y, t = a.value, b.value, type(e)
-    single = E.element(a.dtype) == "float32"
-    if single:  # what the kernel computes: float32 operands, the result rounded once
-        x, y = _float32(x), _float32(y)
+    # What the kernel computes: operands of a float narrower than float64 rounded to it,
+    # and the result rounded once (a nearest-neighbour coordinate of exactly 18 folded in
+    # double precision to 17.999998 would pick the wrong pixel).
+    single = E.is_float(a.dtype) and E.bits(a.dtype) < 64
+    if single:
+        x, y = E.round_float(x, a.dtype), E.round_float(y, a.dtype)
     if t in _FOLD:
         v = _FOLD[t](x, y)
     elif t is E.FloorDiv and y != 0:
@@ -217,7 +219,7 @@ def _fold(e: E.Expr):
     else:
         return None
     if single and isinstance(v, float):
-        v = _float32(v)
+        v = E.round_float(v, a.dtype)
     return E.const(_cast_value(v, e.dtype), e.dtype)
 
 
@@ -229,16 +231,6 @@ def _cast_value(v, dtype: str):
     if E.is_float(dtype):
         return float(v)
     return E.wrap(int(v), dtype)
-
-
-def _float32(v: float) -> float:
-    """`v` rounded to the nearest float32 (a constant folded in double precision would
-    otherwise differ from the kernel's float32 arithmetic: a nearest-neighbour
-    coordinate of exactly 18 folded to 17.999998 picks the wrong pixel)."""
-    try:
-        return struct.unpack("f", struct.pack("f", v))[0]
-    except OverflowError:  # beyond float32's range: what the kernel's float32 gives
-        return math.copysign(math.inf, v)
 
 
 def _is_const(e, v=None) -> bool:

@@ -8,6 +8,7 @@ types requires InferType, which then runs first.
 """
 from __future__ import annotations
 
+from ..ir.dtype import numpy_dtype
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, const
@@ -54,7 +55,8 @@ class _FoldConstant(ExprMutator):
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)
             if not isinstance(value, tuple):
-                return Constant(value.astype(call.ty.dtype if call.ty else value.dtype))
+                return Constant(value.astype(numpy_dtype(call.ty.dtype) if call.ty
+                                             else value.dtype))
         return call
 
 

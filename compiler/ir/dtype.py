@@ -2,13 +2,18 @@
 the type two operands of different dtypes meet in.
 
 A dtype is numpy's name for it (`uint8`, `float16`); a vector of n lanes is TVM's
-`float32x8`.
+`float32x8`. bfloat16 has no numpy dtype of its own: ml_dtypes (which onnx depends on,
+and whose bfloat16 arrays onnx.numpy_helper returns) provides it, and `numpy_dtype` is
+the one place that names it.
 """
 from __future__ import annotations
 
+import ml_dtypes
+import numpy as np
+
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64")
-_FLOATS = ("float32", "float64")
+          "float16", "bfloat16", "float32", "float64")
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
 def check_dtype(dtype: str) -> str:
@@ -67,6 +72,18 @@ def wrap(value: int, dtype: str) -> int:
     as the machine's arithmetic and integer casts (ONNX's Cast) wrap it."""
     lo, _ = int_range(dtype)
     return (value - lo) % 2 ** bits(dtype) + lo
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """numpy's dtype for the element type `dtype` (ml_dtypes' for bfloat16)."""
+    return np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+
+
+def round_float(value: float, dtype: str) -> float:
+    """`value` rounded to the nearest value of the float `dtype`, ties to even, as numpy
+    and ml_dtypes convert (beyond its range: infinity)."""
+    with np.errstate(over="ignore"):
+        return float(numpy_dtype(element(dtype)).type(value))
 
 
 def promote_dtype(a: str, b: str) -> str:

@@ -20,6 +20,8 @@ from .dtype import check_dtype, int_range, is_float, lanes, promote_dtype, with_
 from .dtype import element as element
 from .dtype import is_int as is_int
 from .dtype import is_uint as is_uint
+from .dtype import numpy_dtype as numpy_dtype
+from .dtype import round_float as round_float
 from .dtype import wrap as wrap
 from .node import Node, node
 
@@ -261,8 +263,8 @@ def const(value, dtype: str | None = None) -> Expr:
             else next((t for t in ("int32", "int64") if int_range(t)[0] <= value
                        <= int_range(t)[1]), "uint64")
     check_dtype(dtype)
-    if is_float(dtype):
-        return FloatImm(float(value), dtype)
+    if is_float(dtype):  # a 16-bit float holds the value it rounds to, as the kernel does
+        return FloatImm(round_float(value, dtype) if bits(dtype) == 16 else float(value), dtype)
     if not isinstance(value, (int, bool)) and float(value) != int(value):
         raise TypeError(f"constant {value!r} is not an integer but dtype is {dtype}")
     lo, hi = int_range(dtype)

@@ -48,7 +48,7 @@ _binary("subtract", ops.subtract, np.subtract)
 _binary("multiply", ops.multiply, np.multiply)
 _binary("divide", lambda a, b: _broadcast("divide", lambda x, y: te.truncdiv(x, y)
                                           if not is_float(x.dtype) else x / y)(a, b),
-        lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else
+        lambda a, b: np.divide(a, b) if is_float(str(a.dtype)) else
         (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(a.dtype))
 _binary("maximum", _broadcast("maximum", te.max), np.maximum)
 _binary("minimum", _broadcast("minimum", te.min), np.minimum)
