@@ -95,6 +95,24 @@ def narrow(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     return b.bitcast(b.and_(x, _const(i32, 0xFFFF0000)), vec(F32))
 
 
+def _float32_rounded_to_odd(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """The float64 `v` as a float32 rounded toward zero, its last bit set when inexact
+    (round to odd): rounding that to a 16-bit float to nearest even is the correctly
+    rounded 16-bit value of `v` (float32 has more than 11 + 2 bits), which rounding to
+    nearest twice is not; and x86 has no double -> half instruction (LLVM would call
+    compiler-rt)."""
+    vec = _vector(v)
+    f = b.fptrunc(v, vec(F32))
+    back = b.fpext(f, v.type)
+    x = b.bitcast(f, vec(I32))
+    # inexact, the nearest float32 is away from zero when it is above a positive v or
+    # below a negative one
+    away = b.xor(b.fcmp_ordered(">", back, v), b.fcmp_ordered("<", v, _const(v.type, 0.0)))
+    toward_zero = b.select(away, b.sub(x, _const(x.type, 1)), x)
+    odd = b.or_(toward_zero, _const(x.type, 1))
+    return b.bitcast(b.select(b.fcmp_ordered("!=", back, v), odd, x), vec(F32))
+
+
 def _vector(v: ir.Value):
     """A function giving the type of `v`'s shape (scalar or vector) with another element."""
     n = v.type.count if isinstance(v.type, ir.VectorType) else 0
@@ -127,8 +145,8 @@ def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     float to integer truncates toward zero (to uint8 and uint16 through int32, and to
     uint32 through int64, so that a negative float wraps as numpy's cast does on x86
     rather than being LLVM's poison); integers widen by their own sign and narrow by
-    dropping the high bits; to a 16-bit float rounds to nearest even (float64 to
-    float16 at once; to bfloat16 through float32, as ml_dtypes converts)."""
+    dropping the high bits; to a 16-bit float rounds to nearest even (from float64
+    through float32 rounded to odd, which keeps the second rounding correct)."""
     ty = llvm_type(dst)
     s, d = E.element(src), E.element(dst)
     n = E.lanes(dst)
@@ -136,8 +154,8 @@ def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
         return v
     if s in ("float16", "bfloat16"):  # its register is a float32
         return cast(b, v, E.with_lanes("float32", n), dst)
-    if d == "float16" and s == "float64":
-        return b.fpext(b.fptrunc(v, _vector(v)(ir.HalfType())), ty)
+    if d in ("float16", "bfloat16") and s == "float64":
+        return narrow(b, _float32_rounded_to_odd(b, v), dst)
     if d in ("float16", "bfloat16"):
         return narrow(b, cast(b, v, src, E.with_lanes("float32", n)), dst)
     if d == "bool":

@@ -9,6 +9,7 @@ import pytest
 
 import compiler
 from compiler import te
+from compiler.ir import expr as E
 from build_check import check_build, randn, unwritten
 from compiler.ir.dtype import numpy_dtype
 
@@ -443,3 +444,79 @@ def test_half_through_the_graph_level(dtype):
             np.testing.assert_array_equal(_as_f64(g), _as_f64(w), err_msg=str(k))
         else:
             np.testing.assert_allclose(_as_f64(g), _as_f64(w), rtol=2e-2, atol=2e-2)
+
+
+# ------------------------------------------------------- casts between every dtype
+
+def _cast_sources(src: str) -> np.ndarray:
+    """Values of `src` that every cast must get right: signs, fractions (truncated toward
+    zero), values above the signed ranges, ties of float16 and bfloat16, zeros and NaN."""
+    if src == "bool":
+        return np.array([True, False, True, False])
+    if E.is_float(src):
+        # 2049 + 2**-20: float32 rounds it to the float16 tie 2049, so float64 -> float16
+        # through float32 would give 2048, not 2050
+        vals = [-2.7, -1.5, -0.5, -0.0, 0.0, 1e-30, 0.2, 1.5, 2.5, 99.99, 127.9, 200.5,
+                2049 + 2 ** -20, 40000.5, 3e9, 257.0, float("nan")]
+        return np.array(vals).astype(numpy_dtype(src))
+    vals = [0, 1, -1, 2, 127, 128, 200, 255, 256, 2049, 40000, 3_000_000_000, 2 ** 63 + 5,
+            -(2 ** 31), 2 ** 64 - 1]
+    return np.array([v % 2 ** 64 for v in vals], "uint64").astype(src)
+
+
+def _defined(a: np.ndarray, dst: str) -> np.ndarray:
+    """Where ONNX defines the cast of `a` to `dst`: everywhere, but from a float to an
+    integer only where the value truncated fits."""
+    if not (E.is_float(str(a.dtype)) and (E.is_int(dst) or E.is_uint(dst))):
+        return np.ones(a.shape, bool)
+    lo, hi = E.int_range(dst)
+    x = _as_f64(a)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (np.trunc(x) >= lo) & (np.trunc(x) <= hi)
+
+
+@pytest.mark.parametrize("src", E.DTYPES)
+def test_cast_to_every_dtype_as_onnx(src):
+    # float -> int truncates toward zero, -> float16 / bfloat16 rounds to nearest even,
+    # -> bool is nonzero (NaN too), ints wrap, bool gives 0 / 1: numpy's astype does all
+    # of these, where ONNX defines them
+    a = _cast_sources(src)
+    n = len(a)
+    A = te.placeholder((n,), name="A", dtype=src)
+    outs = [te.compute((n,), (lambda d: lambda i: A[i].astype(d))(dst), name=f"to_{dst}")
+            for dst in E.DTYPES]
+    s = te.create_schedule([o.op for o in outs])
+    for o in outs[::2]:  # every other one vectorized
+        xo, xi = s[o].split(o.op.axis[0], factor=8)
+        s[o].vectorize(xi)
+    f = compiler.build(s, [A, *outs])
+    got = [np.zeros(n, numpy_dtype(dst)) for dst in E.DTYPES]
+    f(a, *got)
+    for dst, g in zip(E.DTYPES, got):
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = a.astype(numpy_dtype(dst))
+        ok = _defined(a, dst)
+        if dst == "bool" or not E.is_float(dst):
+            np.testing.assert_array_equal(g[ok], want[ok], err_msg=f"{src} -> {dst}")
+        else:
+            np.testing.assert_array_equal(_as_f64(g[ok]), _as_f64(want[ok]),
+                                          err_msg=f"{src} -> {dst}")
+
+
+@pytest.mark.parametrize("src, dst", [("float32", "uint8"), ("float16", "int32"),
+                                      ("uint32", "float16"), ("float64", "bfloat16"),
+                                      ("int64", "bool"), ("float32", "bool"),
+                                      ("bool", "float16"), ("uint64", "int8")])
+def test_graph_cast_compiled_and_folded(src, dst):
+    # the compiled cast and FoldConstant's (the numpy reference) agree
+    from compiler import graph
+    from compiler.graph.op.registry import call
+    a = _cast_sources(src)
+    a = a[_defined(a, dst)]
+    x = graph.var("x", shape=a.shape, dtype=src)
+    fn = graph.Function([x], graph.Tuple([call("cast", [x], dtype=dst),
+                                          call("cast", [graph.const(a)], dtype=dst)]))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    compiled, folded = lib.run(x=a)
+    assert compiled.dtype == folded.dtype == numpy_dtype(dst)
+    np.testing.assert_array_equal(_as_f64(compiled), _as_f64(folded))
