@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import operator
-import struct
 
 from ..ir import expr as E
 from ..ir.functor import children, map_children
@@ -196,19 +195,23 @@ def _fold(e: E.Expr):
     if not (isinstance(a, (E.IntImm, E.FloatImm)) and isinstance(b, (E.IntImm, E.FloatImm))):
         return None
     x, y, t = a.value, b.value, type(e)
-    single = E.element(a.dtype) == "float32"
-    if single:  # what the kernel computes: float32 operands, the result rounded once
-        x, y = _float32(x), _float32(y)
+    # What the kernel computes: operands of a float narrower than float64 rounded to it,
+    # and the result rounded once (a nearest-neighbour coordinate of exactly 18 folded in
+    # double precision to 17.999998 would pick the wrong pixel).
+    single = E.is_float(a.dtype) and E.bits(a.dtype) < 64
+    if single:
+        x, y = E.round_float(x, a.dtype), E.round_float(y, a.dtype)
     if t in _FOLD:
         v = _FOLD[t](x, y)
     elif t is E.FloorDiv and y != 0:
         v = x // y
     elif t is E.FloorMod and y != 0:
         v = x % y
-    elif t is E.TruncDiv and y != 0:
-        v = int(x / y)
-    elif t is E.TruncMod and y != 0:
-        v = math.fmod(x, y) if isinstance(x, float) else x - int(x / y) * y
+    elif t is E.TruncMod and isinstance(x, float) and y != 0:
+        v = math.fmod(x, y)  # (a float's TruncMod is C's fmod)
+    elif t in (E.TruncDiv, E.TruncMod) and y != 0:
+        q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)  # exact beyond 2**53
+        v = q if t is E.TruncDiv else x - q * y
     elif t is E.Div and y != 0:
         v = x / y
     elif t is E.And:
@@ -218,18 +221,18 @@ def _fold(e: E.Expr):
     else:
         return None
     if single and isinstance(v, float):
-        v = _float32(v)
-    return E.const(v, e.dtype)
+        v = E.round_float(v, a.dtype)
+    return E.const(_cast_value(v, e.dtype), e.dtype)
 
 
-def _float32(v: float) -> float:
-    """`v` rounded to the nearest float32 (a constant folded in double precision would
-    otherwise differ from the kernel's float32 arithmetic: a nearest-neighbour
-    coordinate of exactly 18 folded to 17.999998 picks the wrong pixel)."""
-    try:
-        return struct.unpack("f", struct.pack("f", v))[0]
-    except OverflowError:  # beyond float32's range: what the kernel's float32 gives
-        return math.copysign(math.inf, v)
+def _cast_value(v, dtype: str):
+    """The constant `v` as the kernel converts it to `dtype`: nonzero to bool, floats
+    truncated toward zero to integers, integers wrapped into the integer's range."""
+    if dtype == "bool":
+        return bool(v)
+    if E.is_float(dtype):
+        return float(v)
+    return E.wrap(int(v), dtype)
 
 
 def _is_const(e, v=None) -> bool:
@@ -326,7 +329,8 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
             return a
         case E.Mul(a=a, b=b) if _is_const(a, 1):
             return b
-        case E.FloorDiv(b=E.IntImm(value=c)) | E.FloorMod(b=E.IntImm(value=c)) if c > 0:
+        case E.FloorDiv(b=E.IntImm(value=c)) | E.FloorMod(b=E.IntImm(value=c)) \
+                if c > 0 and E.is_int(e.dtype):
             return _simplify_div_mod(e, bounds)
         case E.Min(a=a, b=b) | E.Max(a=a, b=b) if E.is_int(e.dtype):
             le = _prove(E.LE(a, b), bounds)
@@ -352,7 +356,7 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
         case E.Select(condition=E.IntImm(value=v), true_value=t, false_value=f):
             return t if v else f
         case E.Cast(value=E.IntImm(value=v) | E.FloatImm(value=v), dtype=dt):
-            return E.const(int(v) if not E.is_float(dt) else float(v), dt)
+            return E.const(_cast_value(v, dt), dt)
     return e
 
 

@@ -29,8 +29,9 @@ from ..ir.expr import Broadcast, Load, Ramp
 from ..ir.functor import collect
 from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, PrimFunc,
                        SeqStmt, Store)
+from ..runtime.cpu_features import required_features
 from .llvm_ops import (I8, I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
-                       llvm_type, math_call, splat)
+                       from_memory, llvm_type, math_call, splat, to_memory)
 
 STACK_LIMIT = 64 * 1024  # bytes; bigger buffers come from aligned_alloc
 # Tasks per core of a parallel loop: enough that when one core runs slower than the
@@ -46,12 +47,14 @@ class CodeGenLLVM:
         self.module = ir.Module(name=name)
         self.module.triple = target.mtriple
         self.num_cores = target.num_cores
+        self.target = target
         self._outlined = 0
 
     # ------------------------------------------------------------------ functions
 
     def add_function(self, func: PrimFunc) -> None:
         """Emit `func` and its packed wrapper."""
+        self._check_float16(func)
         types = [PTR] * len(func.params) + [llvm_type(v.dtype) for v in func.size_vars]
         fn = ir.Function(self.module, ir.FunctionType(I32, types), name=func.name)
         for arg, buf in zip(fn.args, func.params):
@@ -67,6 +70,19 @@ class CodeGenLLVM:
         self.stmt(func.body)
         self.builder.ret(I32(0))
         self._packed(func, fn)
+
+    def _check_float16(self, func: PrimFunc) -> None:
+        """A BuildError when `func` computes in float16 for an x86 CPU without F16C: LLVM
+        would convert each value through compiler-rt's functions, which neither the JIT
+        nor an exported library links."""
+        x86 = self.target.mtriple.startswith(("x86_64", "i386", "i686"))
+        if not x86 or "f16c" in required_features(self.target):
+            return
+        if any(E.element(b.dtype) == "float16" for b in func.params) or collect(
+                func.body, lambda n: isinstance(n, E.Expr) and E.element(n.dtype) == "float16"):
+            raise BuildError(f"{func.name}: float16 needs the F16C instructions, which target "
+                             f"{self.target} lacks; use float32, or a CPU that has them "
+                             "(-mcpu=haswell or later)")
 
     def _packed(self, func: PrimFunc, fn: ir.Function) -> None:
         packed = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=f"{func.name}_packed")
@@ -317,15 +333,12 @@ class CodeGenLLVM:
             for k in range(n):
                 x = b.load(self._ptr(buf, b.extract_element(lanes, I32(k))), typ=mem, align=align)
                 v = b.insert_element(v, x, I32(k))
-        if E.element(buf.dtype) == "bool":
-            v = b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
-        return v
+        return from_memory(b, v, buf.dtype)
 
     def _store(self, buf, idx, value: ir.Value) -> None:
         b = self.builder
         align = elem_bytes(buf.dtype)
-        if E.element(buf.dtype) == "bool":
-            value = b.zext(value, llvm_type(E.with_lanes("int8", E.lanes(idx.dtype))))
+        value = to_memory(b, value, buf.dtype)
         n = E.lanes(idx.dtype)
         if n == 1:
             b.store(value, self._ptr(buf, self.expr(idx)), align=align)

@@ -26,6 +26,7 @@ from .. import graph
 from ..errors import FrontendError
 from ..graph.bind import bind_params  # noqa: F401 - exported by compiler.frontend
 from ..graph.expr import Constant, Function, Var
+from ..ir.dtype import is_float
 from .onnx_ops import CONVERTERS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
 
@@ -68,7 +69,7 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
     opset = _default_opset(model, where)
     g = model.graph
     arrays = {t.name: _initializer(t, where) for t in g.initializer}
-    params = {k: a for k, a in arrays.items() if a.dtype.kind == "f"}
+    params = {k: a for k, a in arrays.items() if is_float(str(a.dtype))}
     shape = dict(shape or {})
     values: dict[str, object] = {k: Constant(a) for k, a in arrays.items() if k not in params}
     inputs = []

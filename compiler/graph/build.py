@@ -44,6 +44,7 @@ import numpy as np
 from ..build import built_ir
 from ..codegen.compile import compile_graph
 from ..errors import BuildError
+from ..ir.dtype import numpy_dtype
 from ..ir.module import IRModule
 from ..runtime.graph_executor import GraphExecutor
 from ..target import Target
@@ -320,7 +321,7 @@ def plan_storage(steps: list[dict], outputs: list[int]) -> list[int]:
     for i, step in enumerate(steps):
         for out in step_outputs(step):
             need = int(np.prod(out["shape"], dtype=np.int64)) * \
-                np.dtype(out["dtype"]).itemsize
+                numpy_dtype(out["dtype"]).itemsize
             fits = sorted((sizes[s], s) for s in free if sizes[s] >= need)
             if fits:
                 sid = fits[0][1]

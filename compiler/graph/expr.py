@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from ..ir.module import BaseFunc
 from .ty import FuncType, TensorType, TupleType
 
@@ -152,4 +153,4 @@ def const(value, dtype: str | None = None) -> Constant:
     if dtype is None and not isinstance(value, np.ndarray):
         dtype = "float32" if isinstance(value, float) else \
             "int32" if isinstance(value, int) else None
-    return Constant(np.asarray(value, dtype=dtype))
+    return Constant(np.asarray(value, dtype=numpy_dtype(dtype) if dtype else None))

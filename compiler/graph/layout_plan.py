@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from .alter_op_layout import ALTER_ATTR, Planned, block_forms
 from .chooser import choose_implementation, entered
 from .expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
@@ -70,7 +71,7 @@ def transform_seconds(nbytes: int) -> float:
 
 
 def _nbytes(ty) -> int:
-    return int(np.prod(ty.shape, dtype=np.int64)) * np.dtype(ty.dtype).itemsize
+    return int(np.prod(ty.shape, dtype=np.int64)) * numpy_dtype(ty.dtype).itemsize
 
 
 def _packable(expr: Expr) -> bool:

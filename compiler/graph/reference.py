@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .functor import post_order
 from .op import Op
@@ -22,8 +23,8 @@ def apply_op(op: Op, args: list, attrs) -> object:
     out = op.reference(args, attrs)
     ty = op.type_rel([_type(a) for a in args], attrs)
     if isinstance(out, tuple):
-        return tuple(np.asarray(o, dtype=t.dtype) for o, t in zip(out, ty.fields))
-    return np.asarray(out, dtype=ty.dtype)
+        return tuple(np.asarray(o, dtype=numpy_dtype(t.dtype)) for o, t in zip(out, ty.fields))
+    return np.asarray(out, dtype=numpy_dtype(ty.dtype))
 
 
 def _type(value):

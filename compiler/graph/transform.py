@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from ..ir.module import IRModule
 from ..transform.pass_infra import module_pass, register_pass, register_pass_config
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, const
@@ -63,7 +64,7 @@ class _FoldConstant(ExprMutator):
     def rewrite_call(self, call: Call):
         if isinstance(call.op, Op) and isinstance(call.ty, TensorType) and \
                 0 in tuple(call.ty.shape):
-            return Constant(np.zeros(tuple(call.ty.shape), call.ty.dtype))
+            return Constant(np.zeros(tuple(call.ty.shape), numpy_dtype(call.ty.dtype)))
         if isinstance(call.op, Op) and call.op.name == "concatenate" and \
                 isinstance(call.args[0], Tuple):
             kept = [f for f in call.args[0].fields if not _empty(f)]
@@ -75,7 +76,8 @@ class _FoldConstant(ExprMutator):
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)
             if not isinstance(value, tuple):
-                return Constant(value.astype(call.ty.dtype if call.ty else value.dtype))
+                return Constant(value.astype(numpy_dtype(call.ty.dtype) if call.ty
+                                             else value.dtype))
         return call
 
 

@@ -12,48 +12,18 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
+# The dtype facts are the nodes' too: their users reach them as E.bits, E.is_float, ...
+# (the `x as x` form says that they are re-exported).
+from .dtype import DTYPES as DTYPES
+from .dtype import bits as bits
+from .dtype import check_dtype, int_range, is_float, lanes, promote_dtype, with_lanes
+from .dtype import element as element
+from .dtype import is_int as is_int
+from .dtype import is_uint as is_uint
+from .dtype import numpy_dtype as numpy_dtype
+from .dtype import round_float as round_float
+from .dtype import wrap as wrap
 from .node import Node, node
-
-DTYPES = ("bool", "int8", "int32", "int64", "float32", "float64")
-
-
-def check_dtype(dtype: str) -> str:
-    """Return `dtype` if it is one we compile, else raise a TypeError naming it."""
-    if dtype not in DTYPES:
-        raise TypeError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
-    return dtype
-
-
-def is_float(dtype: str) -> bool:
-    """Whether `dtype` (or its lanes) is a floating-point type."""
-    return dtype.startswith("float")
-
-
-def is_int(dtype: str) -> bool:
-    """Whether `dtype` (or its lanes) is a signed integer type (bool is not)."""
-    return dtype.startswith("int")
-
-
-def bits(dtype: str) -> int:
-    """Bits of one lane of `dtype`; bool counts 1."""
-    dtype = element(dtype)
-    return 1 if dtype == "bool" else int(dtype.removeprefix("int").removeprefix("float"))
-
-
-def lanes(dtype: str) -> int:
-    """Vector width of a dtype: `float32x16` has 16 lanes, `float32` has 1."""
-    return int(dtype.partition("x")[2] or 1)
-
-
-def element(dtype: str) -> str:
-    """The scalar dtype of each lane: `float32x16` -> `float32`."""
-    return dtype.partition("x")[0]
-
-
-def with_lanes(dtype: str, n: int) -> str:
-    """`dtype`'s element type with `n` lanes (the vectorizer's dtypes, TVM's spelling)."""
-    return element(dtype) if n == 1 else f"{element(dtype)}x{n}"
-
 
 class Expr(Node):
     """Base of every expression. Subclasses are frozen dataclasses with a `dtype`."""
@@ -284,18 +254,21 @@ class Broadcast(Expr):
 # ---------------------------------------------------------------- construction helpers
 
 def const(value, dtype: str | None = None) -> Expr:
-    """A constant node; the dtype defaults to int32 for ints and float32 for floats."""
+    """A constant node; the dtype defaults to int32 for ints (int64, then uint64, for
+    those beyond its range) and float32 for floats."""
     if isinstance(value, Expr):
         return value.astype(dtype) if dtype else value
     if dtype is None:
         dtype = "bool" if isinstance(value, bool) else "float32" if not isinstance(value, int) \
-            else "int32" if -2**31 <= value < 2**31 else "int64"
+            else next((t for t in ("int32", "int64") if int_range(t)[0] <= value
+                       <= int_range(t)[1]), "uint64")
     check_dtype(dtype)
-    if is_float(dtype):
-        return FloatImm(float(value), dtype)
+    if is_float(dtype):  # a 16-bit float holds the value it rounds to, as the kernel does
+        return FloatImm(round_float(value, dtype) if bits(dtype) == 16 else float(value), dtype)
     if not isinstance(value, (int, bool)) and float(value) != int(value):
         raise TypeError(f"constant {value!r} is not an integer but dtype is {dtype}")
-    if is_int(dtype) and not -2 ** (bits(dtype) - 1) <= int(value) < 2 ** (bits(dtype) - 1):
+    lo, hi = int_range(dtype)
+    if dtype != "bool" and not lo <= int(value) <= hi:
         raise ValueError(f"constant {value} does not fit in {dtype}; "
                          "use a wider dtype (astype('int64')) for the other operand")
     return IntImm(int(value), dtype)
@@ -322,14 +295,10 @@ def convert(value: Any, like: str | None = None) -> Expr:
 
 
 def promote(a: Expr, b: Expr) -> tuple[Expr, Expr]:
-    """`a` and `b` cast to one dtype: float over int, then the wider, as C promotes."""
+    """`a` and `b` cast to one dtype, promote_dtype's (dtype.py)."""
     if a.dtype == b.dtype:
         return a, b
-    fa, fb = is_float(a.dtype), is_float(b.dtype)
-    if fa != fb:
-        target = a.dtype if fa else b.dtype
-    else:
-        target = a.dtype if bits(a.dtype) >= bits(b.dtype) else b.dtype
+    target = promote_dtype(a.dtype, b.dtype)
     return a.astype(target), b.astype(target)
 
 

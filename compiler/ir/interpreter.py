@@ -24,7 +24,7 @@ def _truncdiv(a, b):
 def _cast(x, dtype):
     if dtype == "bool":
         return bool(x)
-    if E.is_int(dtype):
+    if not E.is_float(dtype):
         return int(x)  # truncates toward zero, like C, for Python and numpy scalars
     return float(x)
 

@@ -5,7 +5,7 @@ user-facing way to make one over reduce axes.
 """
 from __future__ import annotations
 
-from ..ir.expr import Expr, Max, Min, Var, const, convert, is_float
+from ..ir.expr import Expr, Max, Min, Var, const, convert, int_range, is_float
 from ..ir.reduce import CommReducer, Reduce
 from .tensor import REDUCE, IterVar
 
@@ -41,14 +41,14 @@ def min_value(dtype: str) -> Expr:
     and the padding of a max pooling."""
     if is_float(dtype):
         return const(float("-inf"), dtype)
-    return const(-(2 ** (int(dtype[3:]) - 1)), dtype)
+    return const(int_range(dtype)[0], dtype)
 
 
 def max_value(dtype: str) -> Expr:
     """The greatest value of `dtype` (inf for floats): the identity of a min reduction."""
     if is_float(dtype):
         return const(float("inf"), dtype)
-    return const(2 ** (int(dtype[3:]) - 1) - 1, dtype)
+    return const(int_range(dtype)[1], dtype)
 
 
 reduce_sum = comm_reducer(lambda x, y: x + y, lambda t: const(0, t), name="sum")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import weakref
 
-from ..ir.expr import Expr, IntImm, ProducerLoad, Var, check_dtype, const, convert
+from ..ir.expr import Expr, IntImm, ProducerLoad, Var, check_dtype, const, convert, is_int
 from ..ir.functor import collect
 from ..ir.range import Range
 from ..ir.reduce import Reduce
@@ -120,7 +120,7 @@ class Tensor:
         idx = []
         for pos, i in enumerate(indices):
             e = convert(i)
-            if e.dtype not in ("int8", "int32", "int64"):
+            if not is_int(e.dtype):
                 raise TypeError(f"index {pos} of tensor {self.name} is {e} of dtype "
                                 f"{e.dtype}; indices must be integers")
             idx.append(e)

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BuildError
+from ..ir.dtype import numpy_dtype
 from .cpu_features import CPUID, required_features
 
 HERE = Path(__file__).parent
@@ -173,7 +174,7 @@ def _tensor_table(name: str, values: list[dict]) -> str:
         lines.append(f"static const int64_t {name}_shape_{k}[] = {{{dims}}};")
     rows = []
     for k, v in enumerate(values):
-        itemsize = np.dtype(v["dtype"]).itemsize
+        itemsize = numpy_dtype(v["dtype"]).itemsize
         nbytes = int(np.prod(v["shape"], dtype=np.int64)) * itemsize
         rows.append(f"  {{{_c_string(v['name'])}, {_c_string(v['dtype'])}, {len(v['shape'])}, "
                     f"{name}_shape_{k}, {nbytes}u, {itemsize}u, {v['slot']}}},")

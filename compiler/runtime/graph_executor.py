@@ -42,6 +42,7 @@ import zipfile
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from . import native
 from .external import load_external
 from .profile_result import ProfileResult
@@ -61,7 +62,7 @@ def _aligned(nbytes: int) -> np.ndarray:
 
 
 def _view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
-    dtype = np.dtype(dtype)
+    dtype = numpy_dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64))
     return buffer[:n * dtype.itemsize].view(dtype).reshape(shape)
 
@@ -258,7 +259,7 @@ class GraphExecutor:
 
 
 def _nbytes(spec: dict) -> int:
-    return int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
+    return int(np.prod(spec["shape"], dtype=np.int64)) * numpy_dtype(spec["dtype"]).itemsize
 
 
 def is_graph_file(path) -> bool:

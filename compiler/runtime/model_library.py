@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from . import native
 from .profile_result import ProfileResult
 
@@ -109,7 +110,7 @@ class ModelLibrary:
         if tuple(value.shape) != tuple(spec["shape"]):
             raise ValueError(f"input {name}: shape {value.shape}, the model takes "
                              f"{tuple(spec['shape'])}")
-        data = np.ascontiguousarray(value.astype(spec["dtype"], casting="same_kind",
+        data = np.ascontiguousarray(value.astype(numpy_dtype(spec["dtype"]), casting="same_kind",
                                                  copy=False))
         instance = self._instance()
         instance.check(self.api.autosched_set_input(instance.handle, index, data.ctypes.data,
@@ -124,7 +125,7 @@ class ModelLibrary:
         instance.check(self.api.autosched_run(instance.handle))
         outputs = []
         for k, spec in enumerate(self.outputs):
-            out = np.empty(spec["shape"], spec["dtype"])
+            out = np.empty(spec["shape"], numpy_dtype(spec["dtype"]))
             instance.check(self.api.autosched_get_output(instance.handle, k, out.ctypes.data,
                                                          out.nbytes))
             outputs.append(out)

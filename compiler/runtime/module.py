@@ -18,6 +18,7 @@ import tempfile
 import llvmlite.binding as llvm
 import numpy as np
 
+from ..ir.dtype import numpy_dtype
 from ..llvm_target import optimize, target_machine
 from ..target import Target
 from . import native
@@ -113,7 +114,7 @@ class Module:
             what = f"argument {pos} ({p['name']}) of {name}"
             if not isinstance(arr, np.ndarray):
                 raise TypeError(f"{what} must be a numpy array, got {type(arr).__name__}")
-            if arr.dtype != np.dtype(p["dtype"]):
+            if arr.dtype != numpy_dtype(p["dtype"]):
                 raise TypeError(f"{what} has dtype {arr.dtype}, expected {p['dtype']}")
             if arr.ndim != len(p["shape"]):
                 raise ValueError(f"{what} has shape {arr.shape}, expected {len(p['shape'])} "

@@ -99,9 +99,10 @@ def mismatch(got: list, expected: list, rtol: float, atol: float) -> str:
         g, w = np.asarray(g), np.asarray(w)  # (the reference gives numpy scalars as such)
         if g.dtype != w.dtype or g.shape != w.shape:
             return f"output {k}: {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}"
-        if w.dtype.kind in "fc":
+        if w.dtype.kind in "fc" or w.dtype.name == "bfloat16":  # (ml_dtypes' is kind V)
             try:
-                np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+                np.testing.assert_allclose(g.astype("float64"), w.astype("float64"),
+                                           rtol=rtol, atol=atol)
             except AssertionError as err:
                 lines = [ln.strip() for ln in str(err).splitlines() if "Mismatch" in ln]
                 return f"output {k}: {lines[0] if lines else 'values differ'}"

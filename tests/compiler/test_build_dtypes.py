@@ -9,7 +9,9 @@ import pytest
 
 import compiler
 from compiler import te
+from compiler.ir import expr as E
 from build_check import check_build, randn, unwritten
+from compiler.ir.dtype import numpy_dtype
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
 
@@ -198,3 +200,323 @@ def test_casts_between_float_int_and_bool():
     check_build(s, [A, I, *outs], [a, i],
                 [a.astype("float32"), i.astype("int64") * 1000000000, i / 4.0,
                  a.astype(bool)], rtol=0, atol=0)
+
+
+# ------------------------------------------------ int16 and the unsigned integers
+
+NEW_INTS = ["int16", "uint8", "uint16", "uint32", "uint64"]
+# a value above the signed range of each unsigned type: read as signed it is negative
+ABOVE_SIGNED = {"uint8": 200, "uint16": 40000, "uint32": 3_000_000_000, "uint64": 2 ** 63 + 5}
+
+
+def _ints(dtype: str, n: int, seed: int) -> np.ndarray:
+    """`n` values of `dtype`: over the whole range of an unsigned type (a third of them
+    above the signed range, and its greatest value), small ones for int16 (whose
+    overflow LLVM may assume away, as C does)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int16":
+        return rng.integers(-180, 181, n).astype(dtype)
+    hi = np.iinfo(dtype).max
+    a = rng.integers(0, hi, n, dtype=dtype, endpoint=True)
+    a[::3] = ABOVE_SIGNED[dtype] + rng.integers(0, 5, len(a[::3])).astype(dtype)
+    a[1] = hi
+    return a
+
+
+@pytest.mark.parametrize("dtype", NEW_INTS)
+@pytest.mark.parametrize("n, vectorize", [(7, False), (13, True), (37, True)])
+def test_new_int_elementwise(dtype, n, vectorize):
+    # unsigned: wrapping + - *, udiv / urem, unsigned compare, min / max, zext to wider
+    A = te.placeholder((n,), name="A", dtype=dtype)
+    B = te.placeholder((n,), name="B", dtype=dtype)
+    wide = "uint64" if dtype.startswith("u") else "int64"
+    exprs = {"add": lambda i: A[i] + B[i], "sub": lambda i: A[i] - B[i],
+             "mul": lambda i: A[i] * B[i], "floordiv": lambda i: A[i] // B[i],
+             "floormod": lambda i: A[i] % B[i], "max": lambda i: te.max(A[i], B[i]),
+             "min": lambda i: te.min(A[i], B[i]), "lt": lambda i: A[i] < B[i],
+             "ge": lambda i: A[i] >= B[i], "eq": lambda i: A[i] == B[i],
+             "wide": lambda i: A[i].astype(wide), "f64": lambda i: A[i].astype("float64"),
+             "abs": lambda i: te.abs(A[i])}
+    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
+    s = te.create_schedule([o.op for o in outs])
+    if vectorize:
+        for o in outs:
+            xo, xi = s[o].split(o.op.axis[0], factor=8)
+            s[o].vectorize(xi)
+    a, b = _ints(dtype, n, 1), _ints(dtype, n, 2)
+    b[b == 0] = 3
+    b[2] = a[2]  # equal operands: == and >= decided on them
+    with np.errstate(over="ignore"):
+        want = [a + b, a - b, a * b, a // b, a % b, np.maximum(a, b), np.minimum(a, b),
+                a < b, a >= b, a == b, a.astype(wide), a.astype("float64"), np.abs(a)]
+    check_build(s, [A, B, *outs], [a, b], want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_unsigned_reductions_and_constants_above_the_signed_range(dtype):
+    n, m = 7, 13
+    big = ABOVE_SIGNED[dtype]
+    A = te.placeholder((n, m), name="A", dtype=dtype)
+    k = te.reduce_axis((0, m), name="k")
+    Mx = te.compute((n,), lambda i: te.max(A[i, k], axis=k), name="Mx")
+    k2 = te.reduce_axis((0, m), name="k2")
+    Mn = te.compute((n,), lambda i: te.min(A[i, k2], axis=k2), name="Mn")
+    C = te.compute((n, m), lambda i, j: te.max(A[i, j], big) + 1, name="C")
+    s = te.create_schedule([Mx.op, Mn.op, C.op])
+    a = _ints(dtype, n * m, 3).reshape(n, m)
+    with np.errstate(over="ignore"):
+        want = [a.max(1), a.min(1), np.maximum(a, np.array(big, dtype)) + np.array(1, dtype)]
+    check_build(s, [A, Mx, Mn, C], [a], want)
+
+
+def test_uint64_constant_beyond_int64():
+    c = te.const(2 ** 63 + 5)
+    assert c.dtype == "uint64" and int(c) == 2 ** 63 + 5
+    with pytest.raises(ValueError, match="does not fit in uint8"):
+        te.const(256, "uint8")
+    with pytest.raises(ValueError, match="does not fit in uint32"):
+        te.const(-1, "uint32")
+
+
+@pytest.mark.parametrize("a, b, want", [("uint8", "int8", "int16"), ("uint8", "int16", "int16"),
+                                        ("uint16", "int32", "int32"), ("uint32", "int8", "int64"),
+                                        ("uint8", "uint32", "uint32"), ("uint16", "float32",
+                                                                        "float32"),
+                                        ("bool", "uint8", "uint8")])
+def test_mixed_dtypes_promote_as_numpy(a, b, want):
+    x, y = te.var("x", a), te.var("y", b)
+    assert (x + y).dtype == want == np.promote_types(a, b).name
+
+
+def test_uint64_with_a_signed_int_is_refused_naming_both():
+    with pytest.raises(TypeError, match="uint64 and int64"):
+        te.var("x", "uint64") + te.var("y", "int64")
+
+
+def test_mixed_sign_operands_compute_in_the_promoted_type():
+    # 200 (uint8) against -1 (int8): compared in int16, not as the bytes 0xc8 and 0xff
+    A = te.placeholder((4,), name="A", dtype="uint8")
+    B = te.placeholder((4,), name="B", dtype="int8")
+    Lt = te.compute((4,), lambda i: A[i] < B[i], name="Lt")
+    S = te.compute((4,), lambda i: A[i] + B[i], name="S")
+    s = te.create_schedule([Lt.op, S.op])
+    a = np.array([200, 0, 255, 7], "uint8")
+    b = np.array([-1, -128, 127, 7], "int8")
+    check_build(s, [A, B, Lt, S], [a, b], [a < b, a.astype("int16") + b])
+
+
+@pytest.mark.parametrize("dtype", NEW_INTS)
+def test_new_ints_through_the_graph_level(dtype):
+    from compiler import graph
+    from compiler.graph.op.registry import call
+    from compiler.graph.reference import evaluate
+    x = graph.var("x", shape=(7, 13), dtype=dtype)
+    y = graph.var("y", shape=(13,), dtype=dtype)
+    outs = [graph.add(x, y), graph.subtract(x, y), graph.multiply(x, y), graph.divide(x, y),
+            graph.maximum(x, y), graph.minimum(x, y), call("less", [x, y]),
+            call("greater_equal", [x, y]), call("cast", [x], dtype="float64")]
+    fn = graph.Function([x, y], graph.Tuple(outs))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    a, b = _ints(dtype, 7 * 13, 4).reshape(7, 13), _ints(dtype, 13, 5)
+    b[b == 0] = 3
+    got = lib.run(x=a, y=b)
+    with np.errstate(over="ignore"):
+        want = evaluate(fn, a, b)
+    for g, w, o in zip(got, want, outs):
+        assert g.dtype == w.dtype, o.op.name
+        np.testing.assert_array_equal(g, w, err_msg=o.op.name)
+
+
+# ------------------------------------------------------------ float16 and bfloat16
+
+HALF = ["float16", "bfloat16"]
+
+
+def _halves(dtype: str, n: int, seed: int) -> np.ndarray:
+    """`n` values of the 16-bit float `dtype` whose sums, products and quotients round
+    (normal values over a few binades, some negative)."""
+    return (np.random.default_rng(seed).standard_normal(n) * 7).astype(numpy_dtype(dtype))
+
+
+def _as_f64(x) -> np.ndarray:
+    return np.asarray(x).astype("float64")
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("n, vectorize", [(7, False), (13, True), (37, True)])
+def test_half_elementwise_rounds_each_operation_as_numpy(dtype, n, vectorize):
+    # each operation computes in float32 and rounds once to the 16-bit type: bit for bit
+    # numpy's float16 and ml_dtypes' bfloat16
+    A = te.placeholder((n,), name="A", dtype=dtype)
+    B = te.placeholder((n,), name="B", dtype=dtype)
+    exprs = {"add": lambda i: A[i] + B[i], "sub": lambda i: A[i] - B[i],
+             "mul": lambda i: A[i] * B[i], "div": lambda i: A[i] / B[i],
+             "fma": lambda i: A[i] * B[i] + A[i], "const": lambda i: A[i] * 0.1,
+             "max": lambda i: te.max(A[i], B[i]), "min": lambda i: te.min(A[i], B[i]),
+             "lt": lambda i: A[i] < B[i], "eq": lambda i: A[i] == B[i],
+             "f32": lambda i: A[i].astype("float32"), "i32": lambda i: A[i].astype("int32"),
+             "sqrt": lambda i: te.sqrt(te.abs(A[i]))}
+    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
+    s = te.create_schedule([o.op for o in outs])
+    if vectorize:
+        for o in outs:
+            xo, xi = s[o].split(o.op.axis[0], factor=8)
+            s[o].vectorize(xi)
+    a, b = _halves(dtype, n, 1), _halves(dtype, n, 2)
+    b[2] = a[2]
+    t = numpy_dtype(dtype).type
+    want = [a + b, a - b, a * b, a / b, a * b + a, a * t(0.1), np.maximum(a, b),
+            np.minimum(a, b), a < b, a == b, a.astype("float32"), a.astype("int32"),
+            np.sqrt(np.abs(a))]
+    f = compiler.build(s, [A, B, *outs])
+    got = [np.zeros(n, numpy_dtype(o.dtype)) for o in outs]
+    f(a, b, *got)
+    for name, g, w in zip(exprs, got, want):
+        assert g.dtype == w.dtype, name
+        np.testing.assert_array_equal(_as_f64(g), _as_f64(w), err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_sum_and_math_functions_within_tolerance(dtype):
+    n, m = 13, 37
+    A = te.placeholder((n, m), name="A", dtype=dtype)
+    k = te.reduce_axis((0, m), name="k")
+    S = te.compute((n,), lambda i: te.sum(A[i, k].astype("float32"), axis=k), name="S")
+    E = te.compute((n, m), lambda i, j: te.exp(A[i, j] / 8.0), name="E")
+    Sg = te.compute((n, m), lambda i, j: te.sigmoid(A[i, j]), name="Sg")
+    s = te.create_schedule([S.op, E.op, Sg.op])
+    jo, ji = s[E].split(E.op.axis[1], factor=8)
+    s[E].vectorize(ji)
+    a = _halves(dtype, n * m, 3).reshape(n, m)
+    x = _as_f64(a)
+    tol = 1e-2 if dtype == "bfloat16" else 2e-3
+    f = compiler.build(s, [A, S, E, Sg])
+    got = [np.zeros(tuple(int(d) for d in t.shape), numpy_dtype(t.dtype)) for t in (S, E, Sg)]
+    f(a, *got)
+    for g, w in zip(got, [x.sum(1), np.exp(x / 8), 1 / (1 + np.exp(-x))]):
+        np.testing.assert_allclose(_as_f64(g), w, rtol=tol, atol=1e-3)
+
+
+def test_float16_rounds_to_nearest_even_and_overflows_to_inf():
+    A = te.placeholder((6,), name="A", dtype="float32")
+    H = te.compute((6,), lambda i: A[i].astype("float16"), name="H")
+    Bf = te.compute((6,), lambda i: A[i].astype("bfloat16"), name="Bf")
+    s = te.create_schedule([H.op, Bf.op])
+    # 2049 is a tie between 2048 and 2050 in float16: to even, 2048; 2051 -> 2052
+    a = np.array([2049, 2051, 1 + 2 ** -11, 70000, -1e-8, 1 + 2 ** -8], "float32")
+    f = compiler.build(s, [A, H, Bf])
+    h, bf = np.zeros(6, "float16"), np.zeros(6, numpy_dtype("bfloat16"))
+    f(a, h, bf)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(h, a.astype("float16"))
+    assert h[0] == 2048 and h[1] == 2052 and np.isinf(h[3])
+    np.testing.assert_array_equal(_as_f64(bf), _as_f64(a.astype(numpy_dtype("bfloat16"))))
+
+
+def test_float16_needs_f16c_and_says_so():
+    A = te.placeholder((8,), name="A", dtype="float16")
+    C = te.compute((8,), lambda i: A[i] + 1.0, name="C")
+    with pytest.raises(compiler.errors.BuildError, match="float16 needs the F16C"):
+        compiler.build(te.create_schedule(C.op), [A, C], target="llvm -mcpu=x86-64")
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_through_the_graph_level(dtype):
+    from compiler import graph
+    from compiler.graph.op.registry import call
+    from compiler.graph.reference import evaluate
+    x = graph.var("x", shape=(7, 13), dtype=dtype)
+    y = graph.var("y", shape=(13,), dtype=dtype)
+    exact = [graph.add(x, y), graph.subtract(x, y), graph.multiply(x, y), graph.divide(x, y),
+             graph.maximum(x, y), graph.minimum(x, y), call("less", [x, y]),
+             call("cast", [x], dtype="float32"), call("cast", [x], dtype="int32"),
+             graph.nn.relu(x)]
+    close = [graph.sigmoid(x), graph.sum(x, axis=1)]
+    fn = graph.Function([x, y], graph.Tuple(exact + close))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    a, b = _halves(dtype, 7 * 13, 4).reshape(7, 13), _halves(dtype, 13, 5)
+    got = lib.run(x=a, y=b)
+    with np.errstate(over="ignore"):
+        want = evaluate(fn, a, b)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype
+        if k < len(exact):
+            np.testing.assert_array_equal(_as_f64(g), _as_f64(w), err_msg=str(k))
+        else:
+            np.testing.assert_allclose(_as_f64(g), _as_f64(w), rtol=2e-2, atol=2e-2)
+
+
+# ------------------------------------------------------- casts between every dtype
+
+def _cast_sources(src: str) -> np.ndarray:
+    """Values of `src` that every cast must get right: signs, fractions (truncated toward
+    zero), values above the signed ranges, ties of float16 and bfloat16, zeros and NaN."""
+    if src == "bool":
+        return np.array([True, False, True, False])
+    if E.is_float(src):
+        # 2049 + 2**-20: float32 rounds it to the float16 tie 2049, so float64 -> float16
+        # through float32 would give 2048, not 2050
+        vals = [-2.7, -1.5, -0.5, -0.0, 0.0, 1e-30, 0.2, 1.5, 2.5, 99.99, 127.9, 200.5,
+                2049 + 2 ** -20, 40000.5, 3e9, 257.0, float("nan")]
+        return np.array(vals).astype(numpy_dtype(src))
+    vals = [0, 1, -1, 2, 127, 128, 200, 255, 256, 2049, 40000, 3_000_000_000, 2 ** 63 + 5,
+            -(2 ** 31), 2 ** 64 - 1]
+    return np.array([v % 2 ** 64 for v in vals], "uint64").astype(src)
+
+
+def _defined(a: np.ndarray, dst: str) -> np.ndarray:
+    """Where ONNX defines the cast of `a` to `dst`: everywhere, but from a float to an
+    integer only where the value truncated fits."""
+    if not (E.is_float(str(a.dtype)) and (E.is_int(dst) or E.is_uint(dst))):
+        return np.ones(a.shape, bool)
+    lo, hi = E.int_range(dst)
+    x = _as_f64(a)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (np.trunc(x) >= lo) & (np.trunc(x) <= hi)
+
+
+@pytest.mark.parametrize("src", E.DTYPES)
+def test_cast_to_every_dtype_as_onnx(src):
+    # float -> int truncates toward zero, -> float16 / bfloat16 rounds to nearest even,
+    # -> bool is nonzero (NaN too), ints wrap, bool gives 0 / 1: numpy's astype does all
+    # of these, where ONNX defines them
+    a = _cast_sources(src)
+    n = len(a)
+    A = te.placeholder((n,), name="A", dtype=src)
+    outs = [te.compute((n,), (lambda d: lambda i: A[i].astype(d))(dst), name=f"to_{dst}")
+            for dst in E.DTYPES]
+    s = te.create_schedule([o.op for o in outs])
+    for o in outs[::2]:  # every other one vectorized
+        xo, xi = s[o].split(o.op.axis[0], factor=8)
+        s[o].vectorize(xi)
+    f = compiler.build(s, [A, *outs])
+    got = [np.zeros(n, numpy_dtype(dst)) for dst in E.DTYPES]
+    f(a, *got)
+    for dst, g in zip(E.DTYPES, got):
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = a.astype(numpy_dtype(dst))
+        ok = _defined(a, dst)
+        if dst == "bool" or not E.is_float(dst):
+            np.testing.assert_array_equal(g[ok], want[ok], err_msg=f"{src} -> {dst}")
+        else:
+            np.testing.assert_array_equal(_as_f64(g[ok]), _as_f64(want[ok]),
+                                          err_msg=f"{src} -> {dst}")
+
+
+@pytest.mark.parametrize("src, dst", [("float32", "uint8"), ("float16", "int32"),
+                                      ("uint32", "float16"), ("float64", "bfloat16"),
+                                      ("int64", "bool"), ("float32", "bool"),
+                                      ("bool", "float16"), ("uint64", "int8")])
+def test_graph_cast_compiled_and_folded(src, dst):
+    # the compiled cast and FoldConstant's (the numpy reference) agree
+    from compiler import graph
+    from compiler.graph.op.registry import call
+    a = _cast_sources(src)
+    a = a[_defined(a, dst)]
+    x = graph.var("x", shape=a.shape, dtype=src)
+    fn = graph.Function([x], graph.Tuple([call("cast", [x], dtype=dst),
+                                          call("cast", [graph.const(a)], dtype=dst)]))
+    lib = graph.build(graph.IRModule.from_expr(fn))
+    compiled, folded = lib.run(x=a)
+    assert compiled.dtype == folded.dtype == numpy_dtype(dst)
+    np.testing.assert_array_equal(_as_f64(compiled), _as_f64(folded))

@@ -18,8 +18,10 @@ from ...graph.ty import TensorType, TupleType
 from ...ir.expr import DTYPES as ir_dtypes
 
 DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
-          7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
-"""ONNX's element types (TensorProto.DataType) with a numpy dtype of the same name."""
+          7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
+          16: "bfloat16"}
+"""ONNX's element types (TensorProto.DataType) with a dtype of the same name (numpy's, and
+ml_dtypes' bfloat16)."""
 
 COMPILED = tuple(d for d in DTYPES.values() if d in ir_dtypes)
 """The element types a model's values may have: those the build compiles."""

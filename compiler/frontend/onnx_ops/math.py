@@ -16,6 +16,7 @@ import numpy as np
 from ... import graph
 from ...graph.expr import Constant
 from ...graph.op import nn, tensor
+from ...ir.dtype import is_float
 from .common import COMPILED, DTYPES, dtype_name, text
 
 
@@ -32,7 +33,7 @@ def _clip(ctx, args, attrs, node):
         low, high = attrs.get("min"), attrs.get("max")
         return graph.clip(x, -np.inf if low is None else low, np.inf if high is None else high)
     bounds = [None if i >= len(args) else args[i] for i in (1, 2)]
-    if ctx.dtype(x).startswith("float") and all(b is None or ctx.known(b) for b in bounds):
+    if is_float(ctx.dtype(x)) and all(b is None or ctx.known(b) for b in bounds):
         low, high = (float(ctx.value(b, "bound")) if b is not None else default
                      for b, default in zip(bounds, (-np.inf, np.inf)))
         return graph.clip(x, low, high)
@@ -45,7 +46,7 @@ def _pow(ctx, args, attrs, node):
     """Pow; an integer base computes in float64 and is cast back to its type (ONNX's
     result has the base's type, the exponent may be a float)."""
     x, y = args
-    if not ctx.dtype(x).startswith("float"):
+    if not is_float(ctx.dtype(x)):
         wide = tensor.power(tensor.cast(x, "float64"), tensor.cast(y, "float64"))
         return tensor.cast(wide, ctx.dtype(x))
     if ctx.known(y) and ctx.value(y, "exponent").size == 1:
@@ -134,7 +135,7 @@ def _mod(ctx, args, attrs, node):
     x, y = args
     if attrs.get("fmod", 0):
         return tensor.trunc_mod(x, y)
-    if not ctx.dtype(x).startswith("float"):
+    if not is_float(ctx.dtype(x)):
         return tensor.floor_mod(x, y)
     rem, zero = tensor.trunc_mod(x, y), _scalar(ctx, x, 0.0)
     differ = tensor.logical_and(

@@ -63,11 +63,11 @@ _binary("multiply", ops.multiply, np.multiply)
 _binary("divide", lambda a, b: _broadcast("divide", _no_trap(te.truncdiv, lambda x: -x)
                                           if not is_float(a.dtype) else
                                           lambda x, y: x / y)(a, b),
-        lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else
+        lambda a, b: np.divide(a, b) if is_float(str(a.dtype)) else
         (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(a.dtype))
 _binary("trunc_mod", lambda a, b: _broadcast("trunc_mod", te.truncmod if is_float(a.dtype)
                                              else _no_trap(te.truncmod, lambda x: x * 0))(a, b),
-        lambda a, b: np.fmod(a, b) if a.dtype.kind == "f" else
+        lambda a, b: np.fmod(a, b) if is_float(str(a.dtype)) else
         np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b))).astype(a.dtype))
 _binary("floor_mod", _broadcast("floor_mod", _no_trap(te.floormod, lambda x: x * 0)),
         lambda a, b: np.where(b == 0, 0, np.mod(a, np.where(b == 0, 1, b))).astype(a.dtype),
