@@ -101,8 +101,14 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         attrs = Attributes({a.name: onnx.helper.get_attribute_value(a)
                             for a in node.attribute})
         try:
+            narrow = _narrow_type(context, node, args)
+            if narrow:
+                args = [_cast(context, a, "float32") for a in args]
             out = converter(context, args, attrs, node)
             outs = out if isinstance(out, tuple) else (out,)
+            if narrow:
+                outs = tuple(_cast(context, o, narrow) if k < _NARROWED.get(node.op_type, 99)
+                             else o for k, o in enumerate(outs))
             outs = tuple(context.fold(o) for o in outs)
             for o in outs:
                 _check_dtype(context.type_of(o), o)  # a shape that does not check fails here
@@ -127,6 +133,32 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
     fn = Function([*inputs, *weights], body,
                   attrs={"output_names": tuple(o.name for o in g.output)})
     return graph.IRModule.from_expr(fn), params
+
+
+_NARROWED = {"LayerNormalization": 1}
+"""How many leading outputs of these ops have their 16-bit input's type (the rest, a
+LayerNormalization's statistics, have stash_type's)."""
+_OWN_TYPE = ("Cast", "CastLike")
+"""Ops whose result type is their own business, computed as they are."""
+
+
+def _narrow_type(context, node, args) -> str | None:
+    """The 16-bit float type of the node's float inputs, if any: such a node computes in
+    float32 and rounds its float results once, at its end (as ONNX Runtime computes
+    them, and the reference implementation rounds each op): a reduction inside it
+    accumulates in float32, not rounded to 16 bits at every step."""
+    if node.op_type in _OWN_TYPE:
+        return None
+    found = {context.dtype(a) for a in args if a is not None and not isinstance(
+        context.type_of(a), graph.TupleType)} & {"float16", "bfloat16"}
+    return found.pop() if len(found) == 1 else None
+
+
+def _cast(context, expr, dtype: str):
+    """`expr` as `dtype` where it is a float tensor of another width."""
+    if expr is None or not is_float(context.dtype(expr)) or context.dtype(expr) == dtype:
+        return expr
+    return graph.op.tensor.cast(expr, dtype)
 
 
 def _default_opset(model, where: str) -> int:

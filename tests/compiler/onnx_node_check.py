@@ -3,7 +3,8 @@ operator variant, with inputs and the expected outputs of ONNX's reference
 implementation), run through autosched as a user would: imported with the shapes of the
 test's own inputs, built at opt level 3, run on the inputs exactly as shipped, and held to
 the expected outputs with the test's own tolerance (floats by assert_allclose with its
-rtol / atol, integers and bools exactly, shapes and dtypes exactly).
+rtol / atol, a 16-bit float within two of its ulps at least, as onnx's own runner holds
+bfloat16; integers and bools exactly, shapes and dtypes exactly).
 
 Each test ends in one outcome:
     pass      every output of every data set matched
@@ -100,15 +101,22 @@ def mismatch(got: list, expected: list, rtol: float, atol: float) -> str:
         if g.dtype != w.dtype or g.shape != w.shape:
             return f"output {k}: {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}"
         if w.dtype.kind in "fc" or w.dtype.name == "bfloat16":  # (ml_dtypes' is kind V)
+            # a 16-bit float within two of its ulps at least, as onnx's own runner holds
+            # bfloat16 (the expected value is rounded once, and a reordering may round
+            # the other way: float16's 1e-3 is one ulp)
+            tol = max(rtol, _TWO_ULPS.get(w.dtype.name, 0.0))
             try:
                 np.testing.assert_allclose(g.astype("float64"), w.astype("float64"),
-                                           rtol=rtol, atol=atol)
+                                           rtol=tol, atol=atol)
             except AssertionError as err:
                 lines = [ln.strip() for ln in str(err).splitlines() if "Mismatch" in ln]
                 return f"output {k}: {lines[0] if lines else 'values differ'}"
         elif not np.array_equal(g, w):
             return f"output {k}: {int(np.sum(g != w))} of {w.size} values differ"
     return ""
+
+
+_TWO_ULPS = {"bfloat16": 2 ** -6, "float16": 2 ** -9}
 
 
 def reason_of(err: Exception) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import ops, te
 from ...ops.pattern import OpPattern
-from ...ir.expr import is_float
+from ...ir.dtype import is_float, is_uint
 from ...ops.shape import broadcast_index, broadcast_shape
 from ..ty import TensorType
 from ..expr import Call, Expr
@@ -50,6 +50,9 @@ def _no_trap(f, by_minus_one):
     gives 0 (numpy's answer), -1 gives `by_minus_one(x)`, without dividing."""
     def safe(x, y):
         one, zero = te.const(1, y.dtype), te.const(0, x.dtype)
+        if is_uint(y.dtype):  # (no -1, and no INT_MIN)
+            return te.select(y == te.const(0, y.dtype), zero,
+                             f(x, te.select(y == te.const(0, y.dtype), one, y)))
         divisor = te.select(y == te.const(0, y.dtype), one,
                             te.select(y == te.const(-1, y.dtype), one, y))
         out = te.select(y == te.const(-1, y.dtype), by_minus_one(x), f(x, divisor))
