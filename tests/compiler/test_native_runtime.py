@@ -287,11 +287,19 @@ def test_dynamic_launch_gives_a_slow_thread_fewer_tasks(kernels):
 
 def test_dynamic_launch_gives_each_thread_its_own_range_first(kernels):
     """Equal tasks: the caller runs the first half, the worker the second, in every
-    kernel alike, so a layer finds its part of the input in its own core's cache."""
-    n = 16
-    code, counts, tids = _record(kernels, n, "run_nap_dynamic")
-    assert code == 0 and counts == [1] * n and tids[-1] != threading.get_native_id()
-    assert tids[: n // 2] == [threading.get_native_id()] * (n // 2)
+    kernel alike, so a layer finds its part of the input in its own core's cache. A
+    worker may take over a descheduled caller's tasks on a loaded machine (the test
+    suite's other process), so the order must show in one of five launches."""
+    n, me = 16, threading.get_native_id()
+    orders = []
+    for _ in range(5):
+        code, counts, tids = _record(kernels, n, "run_nap_dynamic")
+        assert code == 0 and counts == [1] * n
+        orders.append(tids)
+        if tids[: n // 2] == [me] * (n // 2) and tids[-1] != me:
+            return
+    raise AssertionError(f"the caller never ran the first half, the worker the last: "
+                         f"{orders}")
 
 
 @pytest.mark.parametrize("failing", [0, 5, 15])

@@ -93,9 +93,11 @@ class Context:
             return expr.data
         if isinstance(expr, Var) and expr.name in self.params:
             return self.params[expr.name]
+        source = f"the model's input {expr.name!r}" if isinstance(expr, Var) else \
+            "values fed at run time"
         raise ValueError(f"its {what} must be a constant (an initializer, a Constant node "
-                         f"or computed from them and static shapes), not computed at run "
-                         f"time")
+                         f"or computed from them and static shapes), not computed from "
+                         f"{source}: shapes decided at run time are not supported")
 
     def known(self, expr: Expr | None) -> bool:
         """Whether `expr` is known at import (ctx.value would answer)."""
