@@ -132,7 +132,7 @@ def reason_of(err: Exception) -> str:
 def read_table(path: Path = TABLE) -> dict[str, Outcome]:
     """{test name: expected Outcome} as checked in."""
     table = {}
-    for line in path.read_text().splitlines():
+    for line in Path(path).read_text().splitlines():
         if line and not line.startswith("#"):
             name, kind, reason = (line.split("\t") + [""])[:3]
             table[name] = Outcome(kind, reason)
