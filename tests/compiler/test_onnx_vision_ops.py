@@ -55,7 +55,9 @@ CASES = {  # name: (op type, opset, nodes)
         node(In(2, 7, 5, 6), w(7, 5, 3, 2), strides=[3, 2]),
         # weights and bias fed at run time; 1-D (as 2-D of a unit height)
         node(In(1, 7, 5, 6), In(7, 4, 3, 3), In(4), strides=[2, 2], pads=[1, 0, 1, 1]),
-        node(In(1, 7, 13), w(7, 5, 3), w(5), strides=[2], pads=[1, 2], output_padding=[1])]),
+        node(In(1, 7, 13), w(7, 5, 3), w(5), strides=[2], pads=[1, 2], output_padding=[1]),
+        node(In(1, 7, 5, 6), w(7, 4, 3, 3), strides=[2, 2], auto_pad="SAME_UPPER"),
+        node(In(1, 7, 5, 6), w(7, 4, 4, 3), strides=[2, 3], auto_pad="SAME_LOWER")]),
     "Conv": ("Conv", 17, [  # 1-D, auto_pad, weights fed at run time
         node(In(1, 7, 37), w(5, 7, 3), w(5), strides=[2], pads=[1, 2], dilations=[2]),
         node(In(2, 6, 13), w(6, 2, 3), group=3, auto_pad="SAME_UPPER", strides=[2]),
@@ -217,8 +219,8 @@ def test_unsupported_resize_attributes_are_named(attrs, message):
      "input of shape (1, 7, 13) is not supported (4-D NCHW only)"),
     ("Pad", [node(In(7, 13), ints(1, 1, 1, 1), mode="wrap")], 19,
      "mode='wrap' is not supported (constant, edge, reflect)"),
-    ("ConvTranspose", [node(In(1, 7, 5, 5), w(7, 3, 3, 3), auto_pad="SAME_UPPER")], 17,
-     "auto_pad='SAME_UPPER' is not supported"),
+    ("ConvTranspose", [node(In(1, 7, 5, 5), w(7, 3, 3, 3), auto_pad="SAME")], 17,
+     "auto_pad='SAME' is not supported"),
     ("MaxPool", [node(In(1, 2, 5, 5, 5, 5), kernel_shape=[3, 3, 3, 3])], 17,
      "kernel_shape=[3, 3, 3, 3] is not supported (1-D to 3-D pools)"),
     ("Conv", [node(In(1, 7, 5, 5), w(3, 7, 3, 3), kernel_shape=[3, 2])], 17,

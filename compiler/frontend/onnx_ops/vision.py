@@ -104,10 +104,22 @@ def _conv_transpose(ctx, args, attrs, node):
 
 def _transpose_pads(size, kernel, strides, dilation, attrs) -> tuple:
     """ConvTranspose's ((top, left, bottom, right), output_padding): its pads, or those
-    that give its output_shape, split as ONNX's rule for auto_pad NOTSET (the odd one at
-    the start); an output_shape beyond the full output grows output_padding."""
+    that give its output_shape (auto_pad SAME_UPPER / SAME_LOWER without one: the input's
+    size times the stride), split as ONNX's rules say (the odd one at the start, but for
+    SAME_UPPER, at the end); an output_shape beyond the full output grows
+    output_padding."""
     extra = list(attrs.get("output_padding", (0, 0)))
-    given = pads(attrs)  # (auto_pad NOTSET or VALID)
+    same = text(attrs.get("auto_pad", "NOTSET")) in ("SAME_UPPER", "SAME_LOWER")
+    if same and "output_shape" not in attrs:
+        found = [0, 0, 0, 0]
+        for ax in range(2):
+            total = strides[ax] * (size[ax] - 1) + extra[ax] + \
+                dilation[ax] * (kernel[ax] - 1) + 1 - size[ax] * strides[ax]
+            small, big = total // 2, total - total // 2
+            upper = text(attrs["auto_pad"]) == "SAME_UPPER"
+            found[ax], found[ax + 2] = (small, big) if upper else (big, small)
+        return tuple(found), extra
+    given = (0, 0, 0, 0) if same else pads(attrs)  # (NOTSET or VALID)
     if "output_shape" not in attrs:
         return given, extra
     shape = list(attrs["output_shape"])
