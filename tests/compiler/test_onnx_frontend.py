@@ -191,12 +191,14 @@ def test_what_the_importer_does_not_compute_is_refused_by_name():
                   helper.make_node("Relu", ["y"], ["r"], name="relu")],
                  [tensor("x", [2, 3]), tensor("s", [3])], [tensor("r", None)], [])
     assert from_onnx(mean)  # its unused Mean output is computed: no question asked
-    pooled = model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2],
-                                     name="pool")],
-                   [tensor("x", [1, 1, 4, 4])], [tensor("y", None), tensor("i", None)], [])
-    with pytest.raises(FrontendError, match=r"node pool \(MaxPool\): its Indices output is "
-                                            r"not supported"):
-        from_onnx(pooled)
+    stats = model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                    ["y", "mean"], name="bn")],
+                  [tensor("x", [1, 2, 3, 3])] + [tensor(k, [2]) for k in "sbmv"],
+                  [tensor("y", None), tensor("mean", None)], [], opset=9)
+    with pytest.raises(FrontendError, match=r"node bn \(BatchNormalization\): its output 1 "
+                                            r"\('mean'\) is not supported, and graph output "
+                                            r"'mean' uses it"):
+        from_onnx(stats)  # (opset 9's training statistics: inference computes none)
     dropout = model([helper.make_node("Dropout", ["x"], ["y"], seed=3, name="drop")],
                     [tensor("x", [2, 3])], [tensor("y", None)], [], opset=28)
     assert from_onnx(dropout)  # opset 28; its seed only matters in training (read)

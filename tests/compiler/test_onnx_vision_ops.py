@@ -232,7 +232,16 @@ def test_unsupported_values_are_named(op_type, nodes, opset, message):
     assert message in _error(op_type, nodes, opset)
 
 
-def test_max_pool_indices_are_not_supported():
-    found = _error("MaxPool", [node(In(1, 7, 13, 13), outputs=2, kernel_shape=[2, 2])], 17)
-    assert "its Indices output is not supported" in found
+def test_max_pool_indices_match_onnx_runtime():
+    """MaxPool's Indices: flat NCHW indices (HW swapped with storage_order=1) of each
+    window's max, padded, strided, dilated, ceil_mode, 1-D."""
+    check_against_ort(*node_model("MaxPool", [
+        node(In(2, 7, 13, 13), outputs=2, kernel_shape=[2, 2]),
+        node(In(1, 7, 13, 11), outputs=2, kernel_shape=[3, 3], strides=[2, 2],
+             pads=[1, 1, 1, 1], ceil_mode=1),
+        node(In(1, 5, 13, 11), outputs=2, kernel_shape=[3, 2], dilations=[2, 2],
+             storage_order=1),
+        node(In(2, 7, 37), outputs=2, kernel_shape=[3], strides=[2])], 12))
+    found = _error("MaxPool", [node(In(1, 2, 5, 5, 5), outputs=2, kernel_shape=[2, 2, 2])], 17)
+    assert "its Indices output is not supported (1-D and 2-D MaxPool only)" in found
 

@@ -10,6 +10,7 @@ from ... import graph
 from ...graph.expr import Constant
 from ...graph.op import image, pool, tensor, transform
 from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
+from ...ir.dtype import is_float
 from .common import Attributes, pads, text
 
 
@@ -141,9 +142,10 @@ def _pool(kind):
         kernel = list(attrs["kernel_shape"])
         if len(kernel) not in (2, 3):
             raise ValueError(f"kernel_shape={kernel} is not supported (1-D to 3-D pools)")
-        if len(node.output) > 1 and node.output[1]:
-            raise ValueError("its Indices output is not supported")
         rank = len(kernel)
+        indices = len(node.output) > 1 and bool(node.output[1])
+        if indices and (kind != "max" or rank != 2):
+            raise ValueError("its Indices output is not supported (1-D and 2-D MaxPool only)")
         strides = list(attrs.get("strides", (1,) * rank))
         dilation = list(attrs.get("dilations", (1,) * rank))
         size = ctx.shape(args[0])[2:]
@@ -166,9 +168,45 @@ def _pool(kind):
             return graph.nn.avg_pool2d(x, count_include_pad=bool(
                 attrs.get("count_include_pad", 0)), **common)
         if rank == 2:
-            return pool(args[0], 0, 1)
+            out = pool(args[0], 0, 1)
+            return (out, _window_argmax(ctx, args[0], out, axes, attrs.get("storage_order", 0))) \
+                if indices else out
         return _pool_3d(ctx, args[0], pool)
     return convert
+
+
+def _window_argmax(ctx, x, out, axes, column_major: int):
+    """MaxPool's Indices: each output's flat index into x (N, C, H, W, with H and W
+    swapped for storage_order=1) of its window's first element, in the window's scan
+    order, that equals the max: a where over the window's offsets, the last first, each
+    offset's elements a strided slice of x padded with the lowest value."""
+    n, c, h, w = ctx.shape(x)
+    oh, ow = ctx.shape(out)[2:]
+    (kh, sh, dh, top, _), (kw, sw, dw, left, _) = axes[:2]
+    dtype = ctx.dtype(x)
+    low = -np.inf if is_float(dtype) else float(np.iinfo(dtype).min)
+    padded = graph.nn.pad(x, [(0, 0), (0, 0),
+                              (top, max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - top)),
+                              (left, max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - left))],
+                          low, "constant")
+    base = Constant(np.arange(n * c, dtype="int64").reshape(n, c, 1, 1) * h * w)
+    found = None
+    for i in reversed(range(kh)):
+        for j in reversed(range(kw)):
+            rows = (np.arange(oh) * sh - top + i * dh)[:, None]
+            cols = (np.arange(ow) * sw - left + j * dw)[None, :]
+            spatial = cols * h + rows if column_major else rows * w + cols
+            index = graph.add(base, Constant(spatial.astype("int64")))
+            if found is None:  # (the window's last element: a max is somewhere in it)
+                found = index
+                continue
+            value = transform.strided_slice(
+                padded, (0, 0, i * dh, j * dw),
+                (n, c, i * dh + (oh - 1) * sh + 1, j * dw + (ow - 1) * sw + 1), (1, 1, sh, sw))
+            inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+            hit = tensor.logical_and(Constant(inside), tensor.equal(value, out))
+            found = tensor.where(hit, index, found)
+    return found
 
 
 def _pool_3d(ctx, x, pool):
