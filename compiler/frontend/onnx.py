@@ -89,39 +89,7 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         weights.append(var)
     context = Context(params, opset, where)
     for node in g.node:
-        what = f"{where}: node {node.name or '(unnamed)'} ({node.op_type})"
-        if node.domain not in ("", "ai.onnx"):
-            raise FrontendError(f"{what}: the operator domain {node.domain!r} is not "
-                                f"supported (only ONNX's default domain)")
-        converter = CONVERTERS.get(node.op_type)
-        if converter is None:
-            raise FrontendError(f"{what}: op type {node.op_type} is not supported; the "
-                                f"supported ones are {', '.join(sorted(CONVERTERS))}")
-        args = [_use(values, name, what) if name else None for name in node.input]
-        attrs = Attributes({a.name: onnx.helper.get_attribute_value(a)
-                            for a in node.attribute})
-        try:
-            narrow = _narrow_type(context, node, args)
-            if narrow:
-                args = [_cast(context, a, "float32") for a in args]
-            out = converter(context, args, attrs, node)
-            outs = out if isinstance(out, tuple) else (out,)
-            if narrow:
-                outs = tuple(_cast(context, o, narrow) if k < _NARROWED.get(node.op_type, 99)
-                             else o for k, o in enumerate(outs))
-            outs = tuple(context.fold(o) for o in outs)
-            for o in outs:
-                _check_dtype(context.type_of(o), o)  # a shape that does not check fails here
-        except FrontendError:
-            raise
-        except CONVERTER_ERRORS as err:
-            raise FrontendError(f"{what}: {err}") from None
-        unread = attrs.unread(node.op_type, opset)
-        if unread:
-            raise FrontendError(f"{what}: attribute {unread} is not supported")
-        for k, name in enumerate(node.output):
-            if name:
-                values[name] = outs[k] if k < len(outs) else _NotComputed(what, k, name)
+        _convert_node(context, node, values)
     results = [_use(values, o.name, f"{where}: graph output {o.name!r}") for o in g.output]
     for o, result in zip(g.output, results):
         try:
@@ -159,6 +127,50 @@ def _cast(context, expr, dtype: str):
     if expr is None or not is_float(context.dtype(expr)) or context.dtype(expr) == dtype:
         return expr
     return graph.op.tensor.cast(expr, dtype)
+
+
+def _convert_node(context: Context, node, values: dict) -> None:
+    """Convert one node: its converter on its inputs from `values`, its results folded and
+    checked, every attribute it did not read refused; its outputs go into `values`."""
+    import onnx
+    what = f"{context.where}: node {node.name or '(unnamed)'} ({node.op_type})"
+    if node.domain not in ("", "ai.onnx"):
+        raise FrontendError(f"{what}: the operator domain {node.domain!r} is not "
+                            f"supported (only ONNX's default domain)")
+    converter = CONVERTERS.get(node.op_type)
+    if converter is None:
+        raise FrontendError(f"{what}: op type {node.op_type} is not supported; the "
+                            f"supported ones are {', '.join(sorted(CONVERTERS))}")
+    args = [_use(values, name, what) if name else None for name in node.input]
+    attrs = Attributes({a.name: onnx.helper.get_attribute_value(a) for a in node.attribute})
+    try:
+        outs = tuple(context.fold(o) for o in _converted(context, converter, args, attrs, node))
+        for o in outs:
+            _check_dtype(context.type_of(o), o)  # a shape that does not check fails here
+    except FrontendError:
+        raise
+    except CONVERTER_ERRORS as err:
+        raise FrontendError(f"{what}: {err}") from None
+    unread = attrs.unread(node.op_type, context.opset)
+    if unread:
+        raise FrontendError(f"{what}: attribute {unread} is not supported")
+    for k, name in enumerate(node.output):
+        if name:
+            values[name] = outs[k] if k < len(outs) else _NotComputed(what, k, name)
+
+
+def _converted(context: Context, converter, args: list, attrs, node) -> tuple:
+    """The converter's results as a tuple; a node on a 16-bit float type (_narrow_type)
+    converts on its inputs cast to float32, and its results are cast back."""
+    narrow = _narrow_type(context, node, args)
+    if narrow:
+        args = [_cast(context, a, "float32") for a in args]
+    out = converter(context, args, attrs, node)
+    outs = out if isinstance(out, tuple) else (out,)
+    if not narrow:
+        return outs
+    keep = _NARROWED.get(node.op_type, len(outs))
+    return tuple(_cast(context, o, narrow) if k < keep else o for k, o in enumerate(outs))
 
 
 def _default_opset(model, where: str) -> int:

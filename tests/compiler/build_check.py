@@ -39,3 +39,24 @@ def check_build(s, args, inputs, expected, rtol=1e-5, atol=1e-6, note="", target
 def randn(seed, *shape, dtype="float32"):
     """Standard normal data of `shape`, reproducible from `seed`."""
     return mats(np.random.default_rng(seed), shape, dtype=dtype)[0]
+
+
+def run_graph(dtype: str, outputs, a, b):
+    """A graph function of x (7, 13) and y (13,) of `dtype` whose outputs are
+    `outputs(x, y)`, built and run on `a`, `b`: (its outputs, the results, the graph
+    reference's results)."""
+    from compiler import graph
+    from compiler.graph.reference import evaluate
+    x = graph.var("x", shape=(7, 13), dtype=dtype)
+    y = graph.var("y", shape=(13,), dtype=dtype)
+    outs = outputs(x, y)
+    fn = graph.Function([x, y], graph.Tuple(outs))
+    got = graph.build(graph.IRModule.from_expr(fn)).run(x=a, y=b)
+    with np.errstate(over="ignore"):
+        want = evaluate(fn, a, b)
+    return outs, got, want
+
+
+def as_f64(x) -> np.ndarray:
+    """`x` in float64 (a bfloat16 array too), to compare values of any float type."""
+    return np.asarray(x).astype("float64")
