@@ -138,6 +138,36 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
     check_against_ort(model, feeds)
 
 
+def test_training_dropout_draws_the_references_mask_from_its_seed_at_any_fed_ratio():
+    """Training Dropout keeps x / (1 - ratio) where numpy's generator, seeded with the
+    seed attribute, draws at least the ratio (ONNX's reference); the ratio and the
+    training mode may come at run time, and training off is the identity."""
+    from compiler import graph
+    from compiler.transform.pass_infra import PassContext
+    from onnx import TensorProto, helper
+    g = helper.make_graph(
+        [helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"], seed=7)], "dropout",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 13]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("t", TensorProto.BOOL, [])],
+        [helper.make_empty_tensor_value_info(o) for o in ("y", "mask")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mod, params = from_onnx(model)
+    with PassContext(opt_level=3):
+        lib = graph.build(mod, params=params)
+    x = w(7, 13)
+    draws = np.random.RandomState(7).uniform(0, 1.0, (7, 13))
+    for ratio in (0.0, 0.3, 0.75):
+        r = np.array(ratio, "float32")
+        y, mask = lib.run(x=x, r=r, t=np.array(True))
+        np.testing.assert_array_equal(mask, draws >= r)
+        np.testing.assert_allclose(y, mask * x * (1 / (1 - r)), rtol=1e-6)
+        assert 0 < mask.sum() < mask.size or ratio == 0.0
+        y, mask = lib.run(x=x, r=r, t=np.array(False))
+        np.testing.assert_array_equal(y, x)
+        assert mask.all()
+
+
 @pytest.mark.parametrize("op_type, nodes, opset, message", [
     ("ScatterND", [node(In(7, 13), np.array([[1]], "int64"), In(1, 13), reduction="sum")], 18,
      r"reduction='sum' is not supported"),
@@ -147,7 +177,7 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
     ("MaxPool", [node(In(1, 1, 4, 4), kernel_shape=[2, 2], storage_order=1)], 17,
      r"attribute storage_order=1 is not supported"),
     ("Dropout", [node(In(7), np.array(0.5, "float32"), np.array(True))], 17,
-     r"training_mode=True \(a random mask\) is not supported"),
+     r"training_mode may be true and the node has no seed attribute"),
     ("Einsum", [node(In(2, 7, 13), In(2, 13, 5), equation="bij,bjk,bkl->bil")], 17,
      r"equation='bij,bjk,bkl->bil' does not fit its 2 operands"),
     ("LayerNormalization", [node(In(7, 13), w(13), outputs=2, stash_type=10)], 17,

@@ -262,26 +262,46 @@ def _batch_norm(ctx, args, attrs, node):
 
 
 def _dropout(ctx, args, attrs, node):
-    """Dropout in inference: the identity, and a mask of ones (the input's type before
-    opset 10, bool after). Training (the training_mode input of opset 12 on, true with
-    a ratio above 0) draws a random mask, which is refused."""
+    """Dropout: the identity and a mask of ones (the input's type before opset 10, bool
+    after) in inference. Training (the training_mode input of opset 12 on, a constant or
+    fed at run time) keeps each element where a uniform draw in [0, 1) is at least the
+    ratio and scales it by 1 / (1 - ratio), as ONNX's reference does: the draws are
+    numpy's legacy generator seeded with the seed attribute, taken at compile time for the
+    static shape (the ratio may still come at run time). So a seeded Dropout draws the
+    same mask on every call, like the reference; without a seed attribute training is
+    refused (the spec's auto-generated seed would make every compile differ)."""
     x = args[0]
-    attrs.get("seed")  # only training draws random numbers
+    seed = attrs.get("seed")
     if ctx.opset < 7 and not attrs.get("is_test", 0):  # training, then the default
         raise ValueError("is_test=0 (training) is not supported")
     if ctx.opset < 12:
-        attrs.get("ratio")  # likewise
-    elif len(args) > 2 and args[2] is not None:
-        if not ctx.known(args[2]):
-            raise ValueError(f"its training_mode {node.input[2]!r} is fed at run time; only "
-                             f"a constant training_mode is supported")
-        if bool(ctx.value(args[2], "training_mode").reshape(-1)[0]):
-            ratio = ctx.optional(args, 1, "ratio", np.array(0.5))
-            if float(np.reshape(ratio, -1)[0]) != 0.0:
-                raise ValueError("training_mode=True (a random mask) is not supported")
-    mask = _full(ctx, x, ctx.shape(x), 1) if ctx.opset < 10 else \
-        Constant(np.ones(ctx.shape(x), "bool"))
-    return x, mask
+        attrs.get("ratio")  # only training reads it
+        training = None
+    else:
+        training = args[2] if len(args) > 2 else None
+        if ctx.known(training) and not bool(ctx.value(training, "training_mode")
+                                            .reshape(-1)[0]):
+            training = None
+    shape = ctx.shape(x)
+    ones = _full(ctx, x, shape, 1) if ctx.opset < 10 else Constant(np.ones(shape, "bool"))
+    if training is None:
+        return x, ones
+    if seed is None:
+        raise ValueError("training_mode may be true and the node has no seed attribute; "
+                         "a random mask is drawn only from a seed")
+    ratio = args[1] if len(args) > 1 and args[1] is not None else \
+        Constant(np.array(0.5, ctx.dtype(x)))
+    draws = np.random.RandomState(int(seed) % 2**32).uniform(0, 1.0, shape)
+    keep = tensor.greater_equal(Constant(draws), tensor.cast(ratio, "float64"))
+    one = _full(ctx, ratio, (), 1.0)
+    scale = graph.divide(one, graph.subtract(one, ratio))
+    if ctx.dtype(ratio) != ctx.dtype(x):
+        scale = tensor.cast(scale, ctx.dtype(x))
+    y = tensor.where(keep, graph.multiply(x, scale), _full(ctx, x, (), 0.0))
+    if ctx.known(training):
+        return y, keep
+    training = graph.reshape(training, ())
+    return tensor.where(training, y, x), tensor.logical_or(keep, tensor.logical_not(training))
 
 
 CONVERTERS = {
