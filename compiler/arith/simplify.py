@@ -12,7 +12,7 @@ import math
 import operator
 
 from ..ir import expr as E
-from ..ir.functor import children, map_children
+from ..ir.functor import children, collect, map_children
 
 INF = math.inf
 Bounds = dict  # Var -> (lo, hi), inclusive, ints or +-inf
@@ -366,8 +366,55 @@ def _simplify(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
 
 
 def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:
-    """Simplify an expression, knowing the inclusive `bounds` of some of its variables."""
-    return _simplify(e, bounds or {})
+    """Simplify an expression, knowing the inclusive `bounds` of some of its variables.
+
+    The result depends only on `e` and the bounds of the variables in it; an expression
+    found to simplify to itself (structurally) is returned as it is, and is remembered
+    with those bounds, so that simplifying it again under the same bounds costs a
+    look-up instead of a rewrite (the lowering pipeline simplifies every expression
+    several times, after each pass that may open a rewrite, and most come back
+    unchanged). The mark is an attribute of the node, outside its fields: nodes are
+    immutable, and a rebuilt node starts without one."""
+    bounds = bounds or {}
+    known = getattr(e, _FIXED_POINT, None)
+    if known is not None and tuple(bounds.get(v) for v in known[0]) == known[1]:
+        return e
+    out = _simplify(e, bounds)
+    if out is e or _same(out, e):
+        names = tuple({id(v): v for v in collect(e, _is_var)}.values())
+        object.__setattr__(e, _FIXED_POINT, (names, tuple(bounds.get(v) for v in names)))
+        return e
+    return out
+
+
+_FIXED_POINT = "_simplifies_to_itself"  # (its variables, their bounds then)
+
+
+def _is_var(n) -> bool:
+    return isinstance(n, E.Var)
+
+
+def _same(a, b) -> bool:
+    """Whether `a` and `b` are the same expression (as skey tells, without building keys)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, E.Var):
+        return False
+    for name in type(a).__dataclass_fields__:
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, E.Expr):
+            if not _same(x, y):
+                return False
+        elif isinstance(x, tuple):
+            if not isinstance(y, tuple) or len(x) != len(y) or not all(
+                    _same(u, v) if isinstance(u, E.Expr) else u is v for u, v in zip(x, y)):
+                return False
+        elif isinstance(x, (str, int, float)):
+            if type(x) is not type(y) or x != y:
+                return False
+        elif x is not y:
+            return False
+    return True
 
 
 def loop_bounds(lo: E.Expr, extent: E.Expr, bounds: Bounds) -> tuple:

@@ -71,3 +71,21 @@ def test_float32_constants_fold_as_the_kernel_computes_them_in_float32():
     assert big.value == float("inf")
     double = simplify(E.Mul(E.FloatImm(0.1, "float64"), E.FloatImm(3.0, "float64")))
     assert double.value == 0.1 * 3.0
+
+
+def test_an_expression_that_simplifies_to_itself_is_kept_and_redone_only_under_new_bounds():
+    """simplify returns a fixed point as the same node and remembers it with its
+    variables' bounds: the same bounds give it back at once, other bounds (or a bound
+    added for one of its variables) simplify it again."""
+    i, j = te.var("i"), te.var("j")
+    e = te.min(i + j, 10)
+    wide = {i: (0, 20), j: (0, 3)}
+    assert simplify(e, wide) is e
+    assert simplify(e, dict(wide)) is e  # the same bounds in another dict
+    assert simplify(e, {**wide, te.var("k"): (0, 1)}) is e  # a variable it does not read
+    assert str(simplify(e, {i: (0, 5), j: (0, 3)})) == "(i + j)"
+    assert str(simplify(e, {**wide, i: (10, 20)})) == "10"
+    assert simplify(e) is e and str(simplify(e, {i: (0, 2), j: (0, 2)})) == "(i + j)"
+    f = te.floordiv(i, 16)  # folded under a bound, then kept (and marked) without one
+    assert str(simplify(f, {i: (0, 15)})) == "0" and simplify(f) is f
+    assert str(simplify(f, {i: (16, 31)})) == "1"
