@@ -141,7 +141,8 @@ def test_a_packed_convolution_output_reaching_the_op_leaves_the_model_in_its_sha
 def test_training_dropout_draws_the_references_mask_from_its_seed_at_any_fed_ratio():
     """Training Dropout keeps x / (1 - ratio) where numpy's generator, seeded with the
     seed attribute, draws at least the ratio (ONNX's reference); the ratio and the
-    training mode may come at run time, and training off is the identity."""
+    training mode may come at run time, and training off (or a constant ratio of 0) is
+    the identity."""
     from compiler import graph
     from compiler.transform.pass_infra import PassContext
     from onnx import TensorProto, helper
@@ -166,6 +167,9 @@ def test_training_dropout_draws_the_references_mask_from_its_seed_at_any_fed_rat
         y, mask = lib.run(x=x, r=r, t=np.array(False))
         np.testing.assert_array_equal(y, x)
         assert mask.all()
+    # training with a ratio of 0 keeps everything: no seed needed
+    check_against_ort(*node_model("Dropout", [node(In(7, 13), np.array(0.0, "float32"),
+                                                   np.array(True), outputs=2)], 17))
 
 
 @pytest.mark.parametrize("op_type, nodes, opset, message", [
