@@ -36,6 +36,20 @@ def check_build(s, args, inputs, expected, rtol=1e-5, atol=1e-6, note="", target
     return f
 
 
+def elementwise(exprs: dict, n: int, vectorize: bool):
+    """(schedule, outputs): one (n,) te.compute per `exprs` entry ({name: f(i)}), all in
+    one schedule; with `vectorize`, each split by 8 and its inner loop vectorized (with a
+    tail when 8 does not divide n)."""
+    from compiler import te
+    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
+    s = te.create_schedule([o.op for o in outs])
+    if vectorize:
+        for o in outs:
+            _, inner = s[o].split(o.op.axis[0], factor=8)
+            s[o].vectorize(inner)
+    return s, outs
+
+
 def randn(seed, *shape, dtype="float32"):
     """Standard normal data of `shape`, reproducible from `seed`."""
     return mats(np.random.default_rng(seed), shape, dtype=dtype)[0]

@@ -10,7 +10,7 @@ import pytest
 import compiler
 from compiler import te
 from compiler.ir import expr as E
-from build_check import as_f64, check_build, randn, run_graph, unwritten
+from build_check import as_f64, check_build, elementwise, randn, run_graph, unwritten
 from compiler.ir.dtype import numpy_dtype
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
@@ -237,12 +237,7 @@ def test_new_int_elementwise(dtype, n, vectorize):
              "ge": lambda i: A[i] >= B[i], "eq": lambda i: A[i] == B[i],
              "wide": lambda i: A[i].astype(wide), "f64": lambda i: A[i].astype("float64"),
              "abs": lambda i: te.abs(A[i])}
-    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
-    s = te.create_schedule([o.op for o in outs])
-    if vectorize:
-        for o in outs:
-            xo, xi = s[o].split(o.op.axis[0], factor=8)
-            s[o].vectorize(xi)
+    s, outs = elementwise(exprs, n, vectorize)
     a, b = _ints(dtype, n, 1), _ints(dtype, n, 2)
     b[b == 0] = 3
     b[2] = a[2]  # equal operands: == and >= decided on them

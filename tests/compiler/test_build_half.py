@@ -9,7 +9,7 @@ import pytest
 
 import compiler
 from compiler import te
-from build_check import as_f64, run_graph
+from build_check import as_f64, elementwise, run_graph
 from compiler.ir.dtype import numpy_dtype
 
 pytestmark = pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
@@ -38,12 +38,7 @@ def test_half_elementwise_rounds_each_operation_as_numpy(dtype, n, vectorize):
              "lt": lambda i: A[i] < B[i], "eq": lambda i: A[i] == B[i],
              "f32": lambda i: A[i].astype("float32"), "i32": lambda i: A[i].astype("int32"),
              "sqrt": lambda i: te.sqrt(te.abs(A[i]))}
-    outs = [te.compute((n,), f, name=name) for name, f in exprs.items()]
-    s = te.create_schedule([o.op for o in outs])
-    if vectorize:
-        for o in outs:
-            xo, xi = s[o].split(o.op.axis[0], factor=8)
-            s[o].vectorize(xi)
+    s, outs = elementwise(exprs, n, vectorize)
     a, b = _halves(dtype, n, 1), _halves(dtype, n, 2)
     b[2] = a[2]
     t = numpy_dtype(dtype).type
