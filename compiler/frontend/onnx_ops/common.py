@@ -203,13 +203,16 @@ def pads(attrs, size=None, kernel=None, strides=None, dilations=None) -> tuple:
         return (0,) * 2 * rank
     if mode not in ("SAME_UPPER", "SAME_LOWER") or size is None:
         raise ValueError(f"auto_pad={mode!r} is not supported; export with explicit pads")
-    begin, end = [], []
-    for n, k, s, d in zip(size, kernel, strides, dilations):
-        total = max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
-        small, big = total // 2, total - total // 2
-        begin.append(small if mode == "SAME_UPPER" else big)
-        end.append(big if mode == "SAME_UPPER" else small)
-    return tuple(begin + end)
+    begin, end = zip(*(same_split(max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n), mode)
+                       for n, k, s, d in zip(size, kernel, strides, dilations)))
+    return begin + end
+
+
+def same_split(total: int, mode: str) -> tuple[int, int]:
+    """`total` padding of one axis as (before, after) by auto_pad `mode`: the odd pixel
+    at the end for SAME_UPPER, at the start for SAME_LOWER."""
+    small, big = total // 2, total - total // 2
+    return (small, big) if mode == "SAME_UPPER" else (big, small)
 
 
 def axis(value: int, ndim: int, what: str = "axis") -> int:

@@ -11,7 +11,7 @@ from ...graph.expr import Constant
 from ...graph.op import image, pool, tensor, transform
 from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
 from ...ir.dtype import is_float
-from .common import Attributes, pads, text
+from .common import Attributes, pads, same_split, text
 
 
 def _kernel_shape(ctx, weight, attrs):
@@ -110,16 +110,13 @@ def _transpose_pads(size, kernel, strides, dilation, attrs) -> tuple:
     SAME_UPPER, at the end); an output_shape beyond the full output grows
     output_padding."""
     extra = list(attrs.get("output_padding", (0, 0)))
-    same = text(attrs.get("auto_pad", "NOTSET")) in ("SAME_UPPER", "SAME_LOWER")
+    mode = text(attrs.get("auto_pad", "NOTSET"))
+    same = mode in ("SAME_UPPER", "SAME_LOWER")
     if same and "output_shape" not in attrs:
-        found = [0, 0, 0, 0]
-        for ax in range(2):
-            total = strides[ax] * (size[ax] - 1) + extra[ax] + \
-                dilation[ax] * (kernel[ax] - 1) + 1 - size[ax] * strides[ax]
-            small, big = total // 2, total - total // 2
-            upper = text(attrs["auto_pad"]) == "SAME_UPPER"
-            found[ax], found[ax + 2] = (small, big) if upper else (big, small)
-        return tuple(found), extra
+        begin, end = zip(*(same_split(strides[ax] * (size[ax] - 1) + extra[ax] + dilation[ax]
+                                      * (kernel[ax] - 1) + 1 - size[ax] * strides[ax], mode)
+                           for ax in range(2)))
+        return begin + end, extra
     given = (0, 0, 0, 0) if same else pads(attrs)  # (NOTSET or VALID)
     if "output_shape" not in attrs:
         return given, extra
