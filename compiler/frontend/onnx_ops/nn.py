@@ -284,9 +284,11 @@ def _dropout(ctx, args, attrs, node):
             training = None
     shape = ctx.shape(x)
     ones = _full(ctx, x, shape, 1) if ctx.opset < 10 else Constant(np.ones(shape, "bool"))
+    if training is None:
+        return x, ones
     ratio = args[1] if len(args) > 1 and args[1] is not None else \
         Constant(np.array(0.5, ctx.dtype(x)))
-    if training is None or (ctx.known(ratio) and not ctx.value(ratio, "ratio").any()):
+    if ctx.known(ratio) and not ctx.value(ratio, "ratio").any():
         return x, ones  # (a ratio of 0 keeps every element, whatever the draws)
     if seed is None:
         raise ValueError("training_mode may be true and the node has no seed attribute; "
