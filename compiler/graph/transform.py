@@ -62,8 +62,7 @@ class _FoldConstant(ExprMutator):
     empty fields, so that no kernel ever sees a zero-size tensor."""
 
     def rewrite_call(self, call: Call):
-        if isinstance(call.op, Op) and isinstance(call.ty, TensorType) and \
-                0 in tuple(call.ty.shape):
+        if isinstance(call.op, Op) and _empty(call):
             return Constant(np.zeros(tuple(call.ty.shape), numpy_dtype(call.ty.dtype)))
         if isinstance(call.op, Op) and call.op.name == "concatenate" and \
                 isinstance(call.args[0], Tuple):

@@ -49,14 +49,12 @@ def _no_trap(f, by_minus_one):
     divisor of 0 (and on INT_MIN / -1), which would end the user's process. A divisor of 0
     gives 0 (numpy's answer), -1 gives `by_minus_one(x)`, without dividing."""
     def safe(x, y):
-        one, zero = te.const(1, y.dtype), te.const(0, x.dtype)
+        one, zero, by_zero = te.const(1, y.dtype), te.const(0, x.dtype), y == te.const(0, y.dtype)
         if is_uint(y.dtype):  # (no -1, and no INT_MIN)
-            return te.select(y == te.const(0, y.dtype), zero,
-                             f(x, te.select(y == te.const(0, y.dtype), one, y)))
-        divisor = te.select(y == te.const(0, y.dtype), one,
-                            te.select(y == te.const(-1, y.dtype), one, y))
-        out = te.select(y == te.const(-1, y.dtype), by_minus_one(x), f(x, divisor))
-        return te.select(y == te.const(0, y.dtype), zero, out)
+            return te.select(by_zero, zero, f(x, te.select(by_zero, one, y)))
+        by_minus = y == te.const(-1, y.dtype)
+        divisor = te.select(by_zero, one, te.select(by_minus, one, y))
+        return te.select(by_zero, zero, te.select(by_minus, by_minus_one(x), f(x, divisor)))
     return safe
 
 
