@@ -61,6 +61,32 @@ def seconds(fn, least: float = 0.2) -> float:
     return statistics.median(times)
 
 
+def alternating_medians(runs: dict, rounds: int) -> dict:
+    """{name: median seconds per call} of each of `runs` ({name: fn}) over `rounds` rounds,
+    a block of calls each, in an order reversed every other round, with a pause before
+    each block (spinning thread pools steal each other's cores when calls interleave)."""
+    times = {k: [] for k in runs}
+    for r in range(rounds):
+        for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
+            time.sleep(0.2)
+            times[k].append(seconds(runs[k]))
+    return {k: statistics.median(v) for k, v in times.items() if v}
+
+
+def relative_error(got: list, want: list) -> float:
+    """max |got - want| / max |want| over the outputs (the largest)."""
+    return max(float(np.max(np.abs(g - w))) / max(1e-6, float(np.max(np.abs(w))))
+               for g, w in zip(got, want))
+
+
+def ort_session(path: str, threads: int = 2):
+    """An ONNX Runtime CPU session of the model at `path` on `threads` threads."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
 def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> None:
     """Tune the model's tasks for `budget` seconds into the log `db` (resumed)."""
     mod, params = from_onnx(path)
@@ -148,7 +174,6 @@ def describe_packing(label: str, lib, target) -> str:
 
 def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
         targets: list = (), block: int | None = None) -> None:
-    import onnxruntime as ort
     import torch
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,9 +192,7 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
         if budget:
             with records.ApplyHistoryBest(db), PassContext(opt_level=opt_level):
                 tuned = graph.build(mod, params=params)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        session = ort_session(path)
         openvino = openvino_runner(path, feeds)
     want = session.run(None, feeds)
     errors = {}
@@ -181,8 +204,7 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
     if openvino is not None:
         outputs["openvino"] = openvino
     for label, output in outputs.items():
-        errors[label] = max(float(np.max(np.abs(g - w)) / max(1e-6, float(np.max(np.abs(w)))))
-                            for g, w in zip(output(), want))
+        errors[label] = relative_error(output(), want)
     runs = {"ours": lambda: lib.run(**feeds)}
     for label, (other, _) in others.items():
         runs[label] = lambda other=other: other.run(**feeds)
@@ -192,13 +214,8 @@ def one(name: str, rounds: int, opt_level: int, budget: float | None, db: str,
     if openvino is not None:
         runs["openvino"] = openvino
     runs["pytorch"] = lambda: model(*example.values())
-    times = {k: [] for k in runs}
     with torch.no_grad():
-        for r in range(rounds):
-            for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
-                time.sleep(0.2)
-                times[k].append(seconds(runs[k]))
-    med = {k: statistics.median(v) for k, v in times.items()}
+        med = alternating_medians(runs, rounds)
     best = "ours tuned" if tuned is not None else "ours"
     print(f"{name} (opt_level {opt_level}): compile {compile_s:.1f} s, "
           f"{len(lib.kernels)} distinct kernels, "

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 import warnings
@@ -44,7 +43,7 @@ _TORCHVISION.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Te
 import timm  # noqa: E402
 import torchvision  # noqa: E402
 import transformers  # noqa: E402
-from models import seconds  # noqa: E402  (benchmarks/models.py; it puts the repo on sys.path)
+from models import alternating_medians, ort_session, relative_error  # noqa: E402  (benchmarks/models.py; it puts the repo on sys.path)
 
 from compiler import graph  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
@@ -163,7 +162,6 @@ def first_line(err: BaseException, most: int = 200) -> str:
 def one(name: str, opset: int, rounds: int) -> dict:
     """Export, check and time model `name`; returns its table row (a dict), whose "failed"
     names the step that failed and the exception's first line."""
-    import onnxruntime as ort
     row, step = {"model": name}, "export"
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -178,9 +176,7 @@ def one(name: str, opset: int, rounds: int) -> dict:
                                   dynamo=False)
             feeds = {k: v.numpy() for k, v in example.items()}
             step = "onnxruntime"
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
-            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            session = ort_session(path)
             want = session.run(None, feeds)
             row["scale"] = max(float(np.max(np.abs(w))) for w in want)
             step = "import"
@@ -193,17 +189,10 @@ def one(name: str, opset: int, rounds: int) -> dict:
             got = lib.run(**feeds)
             if len(got) != len(want):
                 raise ValueError(f"{len(got)} outputs, ONNX Runtime has {len(want)}")
-            row["error"] = max(float(np.max(np.abs(g - w)))
-                               / max(1e-6, float(np.max(np.abs(w)))) for g, w in zip(got, want))
+            row["error"] = relative_error(got, want)
             step = "timing"
             runs = {"ours": lambda: lib.run(**feeds), "ort": lambda: session.run(None, feeds)}
-            times = {k: [] for k in runs}
-            for r in range(rounds):
-                for k in (list(runs) if r % 2 == 0 else list(reversed(runs))):
-                    time.sleep(0.2)
-                    times[k].append(seconds(runs[k]))
-            if rounds:
-                row.update({k: statistics.median(v) * 1e3 for k, v in times.items()})
+            row.update({k: v * 1e3 for k, v in alternating_medians(runs, rounds).items()})
         except Exception as err:  # one model's failure is reported, not fatal
             row["failed"] = f"{step}: {first_line(err).replace(tmp + os.sep, '')}"
     return row
