@@ -159,21 +159,27 @@ def first_line(err: BaseException, most: int = 200) -> str:
     return line if len(line) <= most else line[:most] + "..."
 
 
+def export(name: str, path: str, opset: int = 17) -> dict:
+    """Export ZOO model `name` with random weights (seed 0) to `path`; returns its example
+    inputs by name (tensors)."""
+    torch.manual_seed(0)
+    model, example = ZOO[name]()
+    model = randomized(model)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's (tracer, deprecation)
+        torch.onnx.export(model, tuple(example.values()), path, input_names=list(example),
+                          opset_version=opset, dynamo=False)
+    return example
+
+
 def one(name: str, opset: int, rounds: int) -> dict:
     """Export, check and time model `name`; returns its table row (a dict), whose "failed"
     names the step that failed and the exception's first line."""
     row, step = {"model": name}, "export"
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            torch.manual_seed(0)
-            model, example = ZOO[name]()
-            model = randomized(model)
             path = os.path.join(tmp, f"{name}.onnx")
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the exporter's (tracer, deprecation)
-                torch.onnx.export(model, tuple(example.values()), path,
-                                  input_names=list(example), opset_version=opset,
-                                  dynamo=False)
+            example = export(name, path, opset)
             feeds = {k: v.numpy() for k, v in example.items()}
             step = "onnxruntime"
             session = ort_session(path)
