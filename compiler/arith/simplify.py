@@ -361,8 +361,32 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
 
 
 def _simplify(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
+    if isinstance(e, E.Select) and E.lanes(e.dtype) == 1:
+        # Lazily: a condition that folds picks its branch, and the other is never
+        # simplified (a Winograd transform's matrix is a chain of 20-30 Selects, which an
+        # unrolled loop's constant indices decide)
+        cond = _simplify(e.condition, bounds, push)
+        if isinstance(cond, E.IntImm):
+            return _simplify(e.true_value if cond.value else e.false_value, bounds, push)
+        return _simplify_node(map_children(e, lambda c: cond if c is e.condition else
+                                           _simplify(c, bounds, push)), bounds, push)
     return _simplify_node(map_children(e, lambda c: _simplify(c, bounds, push)
                                        if isinstance(c, E.Expr) else c), bounds, push)
+
+
+def bind_simplified(e: E.Expr, env: dict) -> E.Expr:
+    """simplify(substitute(e, env)) for an `e` that is simplified already (no bounds):
+    only the nodes above a substituted variable are rebuilt and simplified, bottom-up,
+    and a Select whose condition folds keeps only its branch. What an unrolled loop's
+    copies need (transform/unroll.py): each binds the loop variables to constants."""
+    if isinstance(e, E.Var):
+        return env.get(e, e)
+    if isinstance(e, E.Select) and E.lanes(e.dtype) == 1:
+        cond = bind_simplified(e.condition, env)
+        if isinstance(cond, E.IntImm):
+            return bind_simplified(e.true_value if cond.value else e.false_value, env)
+    out = map_children(e, lambda c: bind_simplified(c, env) if isinstance(c, E.Expr) else c)
+    return e if out is e else _simplify_node(out, {})
 
 
 def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:

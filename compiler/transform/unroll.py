@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..arith.simplify import simplify
+from ..arith.simplify import bind_simplified, simplify
 from ..ir import expr as E
 from ..ir.expr import Load
-from ..ir.functor import children, free_vars, substitute, transform
+from ..ir.functor import children, free_vars, map_children, substitute, transform
 from ..ir.stmt import SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Stmt, Store, seq
 from .remove_no_op import no_op
 
@@ -31,20 +31,93 @@ def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True
 
     UNROLLED loops of symbolic extent stay loops (codegen hints LLVM); parallel and
     vectorized loops are never unrolled. A loop of extent 0 becomes `no_op()`.
+
+    Which loops unroll is decided bottom-up, on the statements alone (a loop's extent
+    and the steps of its body after its own inner loops were unrolled); then one walk
+    down expands them, carrying the values of the enclosing unrolled loops' variables,
+    so that each expression of a copy is substituted and simplified once, with all of
+    them, rather than once per enclosing unrolled loop.
     """
     if not explicit_unroll:
         return stmt
+    plan = _Plan(auto_max_step)
+    plan.steps(stmt)
+    return _Expand(plan.extents).stmt(stmt, {}) if plan.extents else stmt
 
-    def post(n):
-        match n:
-            case For(kind=kind, extent=extent) if kind in (SERIAL, UNROLLED):
-                extent = simplify(extent)
-                if isinstance(extent, E.IntImm) and (
-                        kind == UNROLLED or _small(n.body, extent.value, auto_max_step)):
-                    return _unroll(n, extent.value)
-        return None
 
-    return transform(stmt, post, pre=lambda n: n if isinstance(n, E.Expr) else None)
+class _Plan:
+    """Which loops unroll: `extents` {id(For): its constant extent}."""
+
+    def __init__(self, auto_max_step: int):
+        self.auto_max_step = auto_max_step
+        self.extents: dict[int, int] = {}
+
+    def steps(self, s: Stmt) -> int | None:
+        """Leaf statements of `s` once its unrolling loops are expanded; None when a loop
+        is left in it (deciding every loop inside on the way)."""
+        if isinstance(s, (Store, Evaluate)):
+            return 1
+        counts = [self.steps(c) for c in children(s) if isinstance(c, Stmt)]
+        inner = None if any(c is None for c in counts) else sum(counts)
+        if isinstance(s, For):
+            if s.kind in (SERIAL, UNROLLED):
+                extent = simplify(s.extent)
+                if isinstance(extent, E.IntImm) and (s.kind == UNROLLED or (
+                        self.auto_max_step > 0 and inner is not None
+                        and extent.value * inner <= self.auto_max_step)):
+                    self.extents[id(s)] = extent.value
+                    if extent.value == 0:
+                        return 1  # no_op(), one leaf
+                    return None if inner is None else extent.value * inner
+            return None
+        return inner
+
+
+class _Expand:
+    """The walk down that expands the planned loops (unroll_loop's docstring)."""
+
+    def __init__(self, extents: dict[int, int]):
+        self.extents = extents
+        self._free: dict[int, tuple] = {}  # id(expr) -> (expr, its free vars)
+        self._holds: dict[int, bool] = {}  # id(stmt) -> whether a planned loop is in it
+
+    def free(self, e: E.Expr) -> set:
+        hit = self._free.get(id(e))
+        if hit is None or hit[0] is not e:
+            hit = self._free[id(e)] = (e, free_vars(e))
+        return hit[1]
+
+    def holds(self, s: Stmt) -> bool:
+        if id(s) not in self._holds:
+            self._holds[id(s)] = id(s) in self.extents or any(
+                self.holds(c) for c in children(s) if isinstance(c, Stmt))
+        return self._holds[id(s)]
+
+    def expr(self, e: E.Expr, env: dict) -> E.Expr:
+        used = {v: env[v] for v in self.free(e) if v in env}
+        return bind_simplified(e, used) if used else e
+
+    def stmt(self, s: Stmt, env: dict) -> Stmt:
+        if not env and not self.holds(s):
+            return s
+        if id(s) in self.extents:
+            copies = []
+            for k in range(self.extents[id(s)]):
+                value = self.expr(simplify(s.min + k), env)
+                copies.append(self.stmt(s.body, {**env, s.loop_var: value}))
+            return seq(*copies) if copies else no_op()
+        if isinstance(s, Allocate):
+            shape = tuple(self.expr(d, env) for d in s.buffer.shape)
+            if any(a is not b for a, b in zip(shape, s.buffer.shape)):
+                new = dataclasses.replace(s.buffer, shape=shape)
+                return Allocate(new, self.stmt(_rebuffer(s.body, s.buffer, new), env))
+        return self.node(s, env)
+
+    def node(self, n, env: dict):
+        """`n`'s children expanded (statements) or substituted (expressions, and the
+        expressions inside other nodes: ranges)."""
+        return map_children(n, lambda c: self.stmt(c, env) if isinstance(c, Stmt) else
+                            self.expr(c, env) if isinstance(c, E.Expr) else self.node(c, env))
 
 
 def bind(stmt: Stmt, var: E.Var, value: E.Expr) -> Stmt:
@@ -74,25 +147,3 @@ def _rebuffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
         return None
 
     return transform(stmt, post)
-
-
-def _unroll(loop: For, extent: int) -> Stmt:
-    """The body once per iteration, the loop variable replaced by its value."""
-    copies = [bind(loop.body, loop.loop_var, simplify(loop.min + k)) for k in range(extent)]
-    return seq(*copies) if copies else no_op()
-
-
-def _small(body: Stmt, extent: int, max_step: int) -> bool:
-    """Whether `extent` runs of `body` take at most `max_step` steps (0: never)."""
-    steps = _steps(body)
-    return max_step > 0 and steps is not None and extent * steps <= max_step
-
-
-def _steps(s: Stmt) -> int | None:
-    """Leaf statements in `s`; None when a loop is left in it."""
-    if isinstance(s, For):
-        return None
-    if isinstance(s, (Store, Evaluate)):
-        return 1
-    counts = [_steps(c) for c in children(s) if isinstance(c, Stmt)]
-    return None if any(c is None for c in counts) else sum(counts)
