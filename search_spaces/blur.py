@@ -56,7 +56,7 @@ def live_rows(rows: int) -> int:
     return 3 if rows == 1 else 2 * rows
 
 
-@template("blur", reference=blur_reference)
+@template("blur", reference=blur_reference, probes=[(13, 37), (9, 11, False)])
 def blur(cfg, H: int, W: int, tiramisu: bool = True):
     """The two-stage blur of an (H + 2) x (W + 2) image; returns the schedule and
     [A, by]."""

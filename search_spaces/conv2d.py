@@ -137,7 +137,8 @@ def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
     return out.transpose(0, 3, 1, 2).astype("float32")
 
 
-@template("conv2d_nchw", reference=conv2d_nchw_reference)
+@template("conv2d_nchw", reference=conv2d_nchw_reference,
+          probes=[(1, 5, 9, 11, 7, 3, 3, 1, 1), (1, 3, 13, 13, 8, 1, 1, 2, 0)])
 def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                 stride: int = 1, padding: int = 0):
     """2-D convolution with zero padding; returns the schedule and [data, kernel, out]."""

@@ -137,7 +137,8 @@ def conv2d_nchwc_reference(inputs, N, C, H, W, K, R, S, stride, padding, ic_bloc
     return pack_out(out, oc_block)
 
 
-@template("conv2d_nchwc", reference=conv2d_nchwc_reference)
+@template("conv2d_nchwc", reference=conv2d_nchwc_reference,
+          probes=[(1, 16, 9, 11, 16, 3, 3, 1, 1, 8, 8), (1, 8, 13, 13, 16, 1, 1, 2, 0, 8, 16)])
 def conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                  stride: int = 1, padding: int = 0, ic_block: int = 16, oc_block: int = 16):
     """2-D convolution in NCHW[x]c; returns the schedule and [data, kernel, out]."""
@@ -165,7 +166,8 @@ def depthwise_conv2d_nchwc_reference(inputs, N, C, H, W, R, S, stride, padding, 
     return pack_out(out, block)
 
 
-@template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference)
+@template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference,
+          probes=[(1, 16, 9, 11, 3, 3, 1, 1, 8), (1, 16, 13, 13, 3, 3, 2, 1, 16)])
 def depthwise_conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                            stride: int = 1, padding: int = 0, block: int = 16):
     """Depthwise convolution (multiplier 1) in NCHW[x]c; returns the schedule and

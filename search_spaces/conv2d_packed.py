@@ -60,7 +60,8 @@ def _define_knobs(cfg, C: int, K: int, OW: int) -> None:
     cfg.define_knob("unpack_at", [UNPACK_AT_TILE, UNPACK_AT_ROOT])
 
 
-@template("conv2d_nchw_packed", reference=conv2d_nchw_reference)
+@template("conv2d_nchw_packed", reference=conv2d_nchw_reference,
+          probes=[(1, 5, 9, 11, 7, 3, 3, 1, 1)])
 def conv2d_nchw_packed(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                        stride: int = 1, padding: int = 0):
     """2-D convolution with zero padding, packed inside; returns the schedule and

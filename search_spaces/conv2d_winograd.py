@@ -63,7 +63,8 @@ def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc
     return pack_out(out, oc_block)
 
 
-@template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference)
+@template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference,
+          probes=[(1, 8, 8, 8, 8, 1, 8, 8, 4)])
 def conv2d_winograd_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, padding: int = 1,
                           ic_block: int = 16, oc_block: int = 16, tile_size: int = 4):
     """3x3, stride 1 convolution by Winograd in NCHW[x]c; returns the schedule and

@@ -48,7 +48,8 @@ def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
     return out.astype("float32")
 
 
-@template("depthwise_conv2d_nchw", reference=depthwise_conv2d_nchw_reference)
+@template("depthwise_conv2d_nchw", reference=depthwise_conv2d_nchw_reference,
+          probes=[(1, 7, 9, 11, 3, 3, 1, 1), (1, 5, 13, 13, 3, 3, 2, 0)])
 def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                           stride: int = 1, padding: int = 0):
     """Depthwise 2-D convolution, zero padding; returns the schedule and

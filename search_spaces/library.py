@@ -15,7 +15,7 @@ candidates registered in strategies.py).
 from __future__ import annotations
 
 from compiler import te
-from compiler.contrib.cblas import library_object
+from compiler.contrib.cblas import library_ir, library_object
 
 from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference
@@ -24,15 +24,24 @@ from .registry import template
 LIBRARY = "cblas"
 
 
-def _gemm_library(gemm_of):
-    """A `library(args, tensors, target)` building `gemm_of(*args)` (the gemm's batch,
-    m, n, k and transposes) on the template's tensors."""
-    def build(args, tensors, target) -> bytes:
+class _GemmLibrary:
+    """A template's `library(args, tensors, target)`: the object code of `gemm_of(*args)`
+    (the gemm's batch, m, n, k and transposes) on the template's tensors; `source` is
+    the LLVM IR it compiles (what the template's version fingerprints)."""
+
+    def __init__(self, gemm_of):
+        self.gemm_of = gemm_of
+
+    def _parts(self, args, tensors):
         params = [{"name": t.name, "dtype": t.dtype, "shape": [int(d) for d in t.shape],
                    "written": i == len(tensors) - 1} for i, t in enumerate(tensors)]
-        return library_object(f"{tensors[-1].name}_{LIBRARY}", gemm_of(*args), params,
-                              target)
-    return build
+        return f"{tensors[-1].name}_{LIBRARY}", self.gemm_of(*args), params
+
+    def source(self, args, tensors, target) -> str:
+        return library_ir(*self._parts(args, tensors), target)
+
+    def __call__(self, args, tensors, target) -> bytes:
+        return library_object(*self._parts(args, tensors), target)
 
 
 def _gemm(batch, m, n, k, trans_b):
@@ -40,7 +49,8 @@ def _gemm(batch, m, n, k, trans_b):
 
 
 @template("dense_cblas", reference=dense_reference,
-          library=_gemm_library(lambda M, N, K: _gemm(1, M, N, K, True)))
+          library=_GemmLibrary(lambda M, N, K: _gemm(1, M, N, K, True)),
+          probes=[(7, 13, 37)])
 def dense_cblas(cfg, M: int, N: int, K: int):
     """Y = X @ W.T by cblas_sgemm; returns the (unused) schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -55,7 +65,8 @@ def _matmul_reference(inputs, M, N, K):
 
 
 @template("matmul_cblas", reference=_matmul_reference,
-          library=_gemm_library(lambda M, N, K: _gemm(1, M, N, K, False)))
+          library=_GemmLibrary(lambda M, N, K: _gemm(1, M, N, K, False)),
+          probes=[(7, 13, 37)])
 def matmul_cblas(cfg, M: int, N: int, K: int):
     """C = A @ B by cblas_sgemm; returns the (unused) schedule and [A, B, C]."""
     A = te.placeholder((M, K), name="A")
@@ -72,7 +83,8 @@ def batch_matmul_cblas_reference(inputs, batch, M, N, K):
 
 
 @template("batch_matmul_cblas", reference=batch_matmul_cblas_reference,
-          library=_gemm_library(lambda batch, M, N, K: _gemm(batch, M, N, K, True)))
+          library=_GemmLibrary(lambda batch, M, N, K: _gemm(batch, M, N, K, True)),
+          probes=[(2, 7, 13, 37)])
 def batch_matmul_cblas(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b].T (the graph's nn.batch_matmul) by cblas_sgemm; returns the
     (unused) schedule and [A, B, C]."""
@@ -89,8 +101,9 @@ def _conv2d_1x1_reference(inputs, N, C, H, W, K):
 
 
 @template("conv2d_1x1_cblas", reference=_conv2d_1x1_reference,
-          library=_gemm_library(lambda N, C, H, W, K: {
-              **_gemm(N, K, H * W, C, False), "operands": [1, 0], "stride_a": 0}))
+          library=_GemmLibrary(lambda N, C, H, W, K: {
+              **_gemm(N, K, H * W, C, False), "operands": [1, 0], "stride_a": 0}),
+          probes=[(1, 5, 7, 7, 13)])
 def conv2d_1x1_cblas(cfg, N: int, C: int, H: int, W: int, K: int):
     """A 1x1 convolution, stride 1, no padding (out[n] = weight x data[n]) by
     cblas_sgemm; returns the (unused) schedule and [data, weight, out]."""

@@ -132,7 +132,7 @@ def matmul_reference(inputs, M, N, K, dtype):
     return (A.astype("float64") @ B).astype(dtype)
 
 
-@template("matmul", reference=matmul_reference)
+@template("matmul", reference=matmul_reference, probes=[(7, 13, 37), (32, 48, 16)])
 def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     """C = A @ B; returns the schedule and [A, B, C]."""
     A = te.placeholder((M, K), name="A", dtype=dtype)
@@ -190,7 +190,7 @@ def dense_reference(inputs, M, N, K):
     return (X.astype("float64") @ W.T).astype("float32")
 
 
-@template("dense", reference=dense_reference)
+@template("dense", reference=dense_reference, probes=[(7, 13, 37)])
 def dense(cfg, M: int, N: int, K: int):
     """Y = X @ W.T; returns the schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -208,7 +208,7 @@ def dense_pack_reference(inputs, M, N, K, block):
     return (X.astype("float64") @ unpack_dense_weight(packed).T).astype("float32")
 
 
-@template("dense_pack", reference=dense_pack_reference)
+@template("dense_pack", reference=dense_pack_reference, probes=[(7, 16, 37, 8)])
 def dense_pack(cfg, M: int, N: int, K: int, block: int):
     """Y = X @ W.T, W packed (N / block, K, block); returns the schedule and [X, Wp, Y]."""
     if block < 1 or N % block:
@@ -228,7 +228,7 @@ def dense_bias_relu_reference(inputs, M, N, K):
     return np.maximum(X.astype("float64") @ W.T + bias, 0).astype("float32")
 
 
-@template("dense_bias_relu", reference=dense_bias_relu_reference)
+@template("dense_bias_relu", reference=dense_bias_relu_reference, probes=[(7, 13, 37)])
 def dense_bias_relu(cfg, M: int, N: int, K: int):
     """Y = relu(X @ W.T + b) in one kernel; returns the schedule and [X, W, b, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -272,7 +272,7 @@ def schedule_batch_matmul(cfg, s, product, out) -> None:
     _schedule(cfg, s, out, acc, packed, batch_axes=(s[out].op.axis[0],))
 
 
-@template("batch_matmul", reference=batch_matmul_reference)
+@template("batch_matmul", reference=batch_matmul_reference, probes=[(2, 7, 13, 37)])
 def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b] (attention's products); returns the schedule and [A, B, C]."""
     A = te.placeholder((batch, M, K), name="A")

@@ -5,15 +5,23 @@ tensors)`; `space(name, *args)` is its ConfigSpace for those arguments.
 what the template computes, so that a tuner can check a measured config's output
 against it without knowing the operator (`Template.reference_outputs`).
 
-A template's `version` is a short hash of its source and of the helpers of its package
-that it calls, carried by every config made from it, so that records written for an
-older template are recognised as stale.
+A template's `version` is carried by every config made from it, so that records written
+for an older template are recognised as stale. It follows the code the template
+generates: a template registered with `probes=` (workloads to try it on; every template
+of this package has them) has as version the fingerprint of the loop IR it lowers to at
+those workloads for fixed configs on fixed targets (search_spaces/fingerprint.py), as
+`versions.json` beside this file records it and a test recomputes it. So a refactor that
+moves a schedule between files or packages keeps the records valid, and a change of the
+generated code makes them stale. A template without probes (a user's own) has a short
+hash of its source and of the helpers of its package that it calls.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import marshal
+import os
 import typing
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -27,6 +35,20 @@ from .config_space import ConfigSpace
 
 _TEMPLATES: dict[str, Template] = {}
 _PLAIN = (bool, int, float, str, type(None))
+VERSIONS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "versions.json")
+
+
+def recorded_versions() -> dict[str, str]:
+    """{template: the fingerprint of its generated code}, as versions.json records it
+    (search_spaces/fingerprint.py writes it)."""
+    try:
+        with open(VERSIONS_FILE) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+
+
+_RECORDED = recorded_versions()
 
 
 def _source_version(fn: Callable) -> str:
@@ -99,7 +121,8 @@ class Template:
     """A registered template: `fn(cfg, *args)` returns `(schedule, tensors)`.
 
     signature: the parameters after `cfg`, as users pass them to instantiate / space.
-    version: the short source hash (see _source_version).
+    version: the fingerprint of its generated code recorded in versions.json, for a
+        template with probes; else the short source hash (see the module docstring).
     reference: `reference(inputs, *args)`, the expected output(s) in numpy, or None.
     library: for a library's template (search_spaces/library.py), `library(args,
         tensors, target)` -> the object code of the library's kernel on the template's
@@ -112,6 +135,7 @@ class Template:
     version: str
     reference: Callable | None = field(default=None, compare=False)
     library: Callable | None = field(default=None, compare=False)
+    probes: tuple = field(default=(), compare=False)
     _spaces: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, args: tuple) -> tuple:
@@ -177,16 +201,21 @@ class Template:
         return [np.asarray(out) for out in outputs]
 
 
-def template(name: str, reference: Callable | None = None, library: Callable | None = None):
+def template(name: str, reference: Callable | None = None, library: Callable | None = None,
+             probes: tuple = ()):
     """Decorator: register `fn(cfg, *args) -> (schedule, tensors)` as template `name`;
-    returns the Template (whose `.version` is the source hash).
+    returns the Template (see the module docstring for its `.version`).
 
     reference: optional `reference(inputs, *args)`: from the numpy inputs (in the order
     of the template's input tensors) and the bound arguments (defaults filled in), the
     expected output array, or a list of them for several outputs. Default None.
 
     library: optional `library(args, tensors, target) -> bytes`: the template is a
-    library's (Template.library); its schedule is never built.
+    library's (Template.library); its schedule is never built. Its `source(args,
+    tensors, target)`, when it has one, is the code its version fingerprints.
+
+    probes: argument tuples (small, odd workloads that take the template's branches)
+    at which its generated code is fingerprinted for its version.
 
     The parameters after `cfg` must be positional; instantiate passes them in order.
     Registering the same function again (a module reload) replaces it; another
@@ -209,8 +238,9 @@ def template(name: str, reference: Callable | None = None, library: Callable | N
                 (fn.__module__, fn.__qualname__):
             raise SpaceError(f"template {name!r} is already registered by "
                              f"{old.fn.__module__}.{old.fn.__qualname__}")
-        tmpl = Template(name, fn, inspect.Signature(params[1:]), _source_version(fn),
-                        reference, library)
+        version = _RECORDED.get(name) if probes else None
+        tmpl = Template(name, fn, inspect.Signature(params[1:]),
+                        version or _source_version(fn), reference, library, tuple(probes))
         _TEMPLATES[name] = tmpl
         return tmpl
 

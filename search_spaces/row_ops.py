@@ -136,21 +136,21 @@ def _softmax_kernel(cfg, shape, compute):
     return s, [x, out]
 
 
-@template("softmax", reference=softmax_reference)
+@template("softmax", reference=softmax_reference, probes=[((7, 37),)])
 def softmax(cfg, shape: tuple):
     """softmax over the last axis of a float32 `shape` tensor (two axes at least);
     returns the schedule and [x, y]."""
     return _softmax_kernel(cfg, shape, ops.softmax)
 
 
-@template("log_softmax", reference=log_softmax_reference)
+@template("log_softmax", reference=log_softmax_reference, probes=[((7, 37),)])
 def log_softmax(cfg, shape: tuple):
     """log_softmax over the last axis of a float32 `shape` tensor (two axes at least);
     returns the schedule and [x, y]."""
     return _softmax_kernel(cfg, shape, ops.log_softmax)
 
 
-@template("layer_norm", reference=layer_norm_reference)
+@template("layer_norm", reference=layer_norm_reference, probes=[((7, 37), -1, 1e-5)])
 def layer_norm(cfg, shape: tuple, axis: int, epsilon: float):
     """Layer norm of a float32 `shape` tensor over its axes from `axis` on (1 at least);
     returns the schedule and [x, gamma, beta, y]."""

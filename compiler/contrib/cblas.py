@@ -125,6 +125,13 @@ def library_object(symbol: str, gemm: dict, params: list[dict], target) -> bytes
     metadata a runtime Module checks its arguments against (`params`: name, dtype,
     shape, written, in call order): what tuning measures as the library's candidate
     (search_spaces/library.py)."""
+    ref, tm = optimized_text(library_ir(symbol, gemm, params, target), target, symbol)
+    return tm.emit_object(ref)
+
+
+def library_ir(symbol: str, gemm: dict, params: list[dict], target) -> str:
+    """The LLVM IR text that library_object compiles: the code the library's template
+    generates (its version is a fingerprint of it, search_spaces/fingerprint.py)."""
     gemm = dict(gemm)
     first, second = gemm.pop("operands", [0, 1])
     spec = {"args": [p["shape"] for p in params[:2]], "outputs": [params[2]["shape"]],
@@ -133,5 +140,4 @@ def library_object(symbol: str, gemm: dict, params: list[dict], target) -> bytes
     module = gemm_module(symbol, spec)
     CodeGenLLVM.metadata(module, {"entry": symbol, "target": str(target), "size_vars": [],
                                   "params": params})
-    ref, tm = optimized_text(str(module), target, symbol)
-    return tm.emit_object(ref)
+    return str(module)
