@@ -153,6 +153,23 @@ def show(name: str, run: str, row: dict) -> None:
             print(f"    {own:7.2f} s {calls:9d} calls  {side:6s} {fn}")
 
 
+def outlined_renumbered(functions: dict[str, str]) -> dict[str, str]:
+    """`functions` with each kernel's outlined parallel bodies (`<kernel>_par<N>`, N
+    counted over the LLVM module) numbered from 0 per kernel, in the order of N: what a
+    function is called then no longer depends on which module its kernel was built in."""
+    numbers: dict[str, list[int]] = {}
+    for name in functions:
+        m = re.fullmatch(r"(\w+)_par(\d+)", name)
+        if m:
+            numbers.setdefault(m.group(1), []).append(int(m.group(2)))
+    names = {f"{k}_par{n}": f"{k}_par#{i}" for k, ns in numbers.items()
+             for i, n in enumerate(sorted(ns))}
+
+    def rename(text):
+        return re.sub(r"\b\w+_par\d+\b", lambda m: names.get(m.group(0), m.group(0)), text)
+    return {names.get(k, k): rename(v) for k, v in functions.items()}
+
+
 def compare(before: str, after: str) -> None:
     """Print which models' plans and functions' assembly differ between two dumps."""
     for file in sorted(os.listdir(before)):
@@ -162,6 +179,7 @@ def compare(before: str, after: str) -> None:
             continue
         a, b = (json.load(open(p)) for p in (os.path.join(before, file), other))
         if file.endswith(".asm.json"):
+            a, b = outlined_renumbered(a), outlined_renumbered(b)
             differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             print(f"{file}: {len(a)} functions before, {len(b)} after, "
                   f"{len(differ)} differ{': ' + ', '.join(differ[:8]) if differ else ''}")

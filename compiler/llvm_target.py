@@ -8,16 +8,26 @@ neither imports the other for them.
 """
 from __future__ import annotations
 
+import functools
+
 import llvmlite.binding as llvm
 
 from .errors import BuildError
 from .target import Target
 
 
-def target_machine(target: Target, pic: bool = False) -> llvm.TargetMachine:
-    """An LLVM TargetMachine for `target`; `pic` for code that goes into a shared library."""
+@functools.cache
+def _initialize() -> None:
+    """LLVM's native target and assembly printer, registered once per process (before
+    any thread of codegen/compile.py's asks for a target machine: registering is not
+    thread-safe)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+
+
+def target_machine(target: Target, pic: bool = False) -> llvm.TargetMachine:
+    """An LLVM TargetMachine for `target`; `pic` for code that goes into a shared library."""
+    _initialize()
     try:
         tgt = llvm.Target.from_triple(target.mtriple)
     except RuntimeError as err:

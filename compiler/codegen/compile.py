@@ -2,11 +2,16 @@
 
 CodeGenLLVM writes the LLVM IR; LLVM verifies it, optimizes it at O3 for the target's
 CPU and features (the new pass manager, with loop and SLP vectorization on), and MCJIT
-compiles it to machine code. Any LLVM complaint becomes a BuildError naming the function.
+compiles it to machine code (a model's kernels: each its own module, compiled on the
+target's cores at once, compile_graph). Any LLVM complaint becomes a BuildError naming the function.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 from ..errors import BuildError
 from ..ir.functor import collect
@@ -17,6 +22,7 @@ from ..runtime.shape_expr import encode_dim
 from ..target import Target
 from .graph_entry import ENTRY, add_graph_entry
 from .llvm import CodeGenLLVM
+from .llvm_ops import I32, PTR
 
 
 def module_meta(mod, target: Target, entry: str) -> dict:
@@ -91,21 +97,54 @@ def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
     lowered PrimFuncs with static shapes) and the native entry function that runs
     `steps` in order (graph_entry.py). Calling the module on the int64 slot table runs
     the model; its metadata keeps each kernel's own (meta["kernels"]), so a profiler can
-    call one kernel through `<name>_packed`."""
-    cg = CodeGenLLVM(target, name=ENTRY)
+    call one kernel through `<name>_packed`.
+
+    Each kernel is an LLVM module of its own, and so is the entry function (which
+    declares the kernels): LLVM verifies, optimizes and emits each on a thread of
+    `target.num_cores` (llvmlite's calls release the GIL, and each module lives in an
+    LLVM context of its own, as LLVM requires of concurrent work), while this thread
+    writes the next kernel's IR; the JIT links the objects. The kernels are `noinline`
+    in their modules as in the entry's, so each one's code is what one module made."""
     kernel_meta = {}
-    for name, func in kernels.functions.items():
-        if func.size_vars:
-            raise BuildError(f"{name}: a kernel of a model has symbolic sizes")
-        cg.add_function(func)
-        kernel_meta[name] = module_meta(kernels, target, name)
-    add_graph_entry(cg.module, steps)
-    cg.add_metadata({"entry": ENTRY, "target": str(target), "size_vars": [],
-                     "params": [{"name": "slots", "dtype": "int64", "shape": [num_slots],
-                                 "written": False}],
-                     "kernels": kernel_meta})
-    ref, tm = optimized_text(str(cg.module), target, ENTRY)
-    return Module.from_llvm(ref, target, loop_ir=str(kernels), tm=tm)
+    called = {step["kernel"] for step in steps if "fn_slot" not in step}
+    entry = CodeGenLLVM(target, name=ENTRY)
+    target_machine(target)  # LLVM's targets initialized once, before the threads
+    with ThreadPoolExecutor(max(1, target.num_cores or os.cpu_count() or 1)) as pool:
+        jobs = []
+        for name, func in kernels.functions.items():
+            if func.size_vars:
+                raise BuildError(f"{name}: a kernel of a model has symbolic sizes")
+            cg = CodeGenLLVM(target, name=name)
+            cg.add_function(func)
+            if name in called:
+                cg.module.get_global(name).attributes.add("noinline")
+            kernel_meta[name] = module_meta(kernels, target, name)
+            jobs.append(pool.submit(_object_of, str(cg.module), target, name))
+            ir.Function(entry.module, ir.FunctionType(I32, [PTR] * len(func.params)),
+                        name=name)
+        add_graph_entry(entry.module, steps)
+        entry.add_metadata({"entry": ENTRY, "target": str(target), "size_vars": [],
+                            "params": [{"name": "slots", "dtype": "int64",
+                                        "shape": [num_slots], "written": False}],
+                            "kernels": kernel_meta})
+        jobs.append(pool.submit(_object_of, str(entry.module), target, ENTRY))
+        parts = [job.result() for job in jobs]
+    return Module.from_objects([obj for obj, _ in parts], target,
+                               llvm_ir=[text for _, text in parts], loop_ir=str(kernels))
+
+
+def _object_of(text: str, target: Target, entry: str) -> tuple[bytes, str]:
+    """The object code and the optimized IR text of the LLVM IR `text`, in an LLVM
+    context of its own (compile_graph runs several at once)."""
+    context = llvm.create_context()
+    try:
+        ref = llvm.parse_assembly(text, context=context)
+        ref.verify()
+    except RuntimeError as err:
+        raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
+    tm = target_machine(target)
+    optimize(ref, tm)
+    return tm.emit_object(ref), str(ref)
 
 
 __all__ = ["compile_graph", "compile_module", "compile_object", "generate_llvm"]

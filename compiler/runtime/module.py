@@ -37,7 +37,7 @@ class Module:
     """A loaded function: `f(*arrays)`, `f.time_evaluator(...)`, `f.get_source()`,
     `f.export(path)`. Made by compiler.build() or runtime.load()."""
 
-    def __init__(self, meta: dict, address: int, keepalive=(), llvm_ir: str | None = None,
+    def __init__(self, meta: dict, address: int, keepalive=(), llvm_ir=None,
                  target=None, loop_ir: str | None = None):
         for p in meta["params"]:
             for k, dim in enumerate(p["shape"]):
@@ -48,7 +48,9 @@ class Module:
         self._address = address
         self._fn = _PACKED(address)
         self._keepalive = keepalive  # the engine or library that owns the machine code
-        self._llvm_ir = llvm_ir
+        # the optimized LLVM IR: its text, or the texts of the modules it was built from
+        # (a model's kernels), linked into one on first use (get_source, export)
+        self._ir_parts = llvm_ir
         self._target = target
         self._loop_ir = loop_ir
 
@@ -64,6 +66,30 @@ class Module:
         meta = json.loads(_META(engine.get_function_address("autosched_module_meta"))())
         address = engine.get_function_address(meta["entry"] + "_packed")
         return cls(meta, address, (engine, ref), str(ref), target, loop_ir)
+
+    @property
+    def _llvm_ir(self) -> str | None:
+        if isinstance(self._ir_parts, list):
+            linked = llvm.parse_assembly(self._ir_parts[0])
+            for text in self._ir_parts[1:]:
+                linked.link_in(llvm.parse_assembly(text))
+            self._ir_parts = str(linked)
+        return self._ir_parts
+
+    @classmethod
+    def from_objects(cls, objects: list[bytes], target, llvm_ir: list[str],
+                     loop_ir: str | None = None) -> Module:
+        """Load the object code of several modules made together (a model's kernels and
+        its entry, codegen/compile.py), the last one holding the metadata and the entry;
+        `llvm_ir`: their optimized IR texts, which get_source and export link into one."""
+        native.ensure_loaded()
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(target))
+        for data in objects:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+        engine.finalize_object()
+        meta = json.loads(_META(engine.get_function_address("autosched_module_meta"))())
+        address = engine.get_function_address(meta["entry"] + "_packed")
+        return cls(meta, address, (engine,), list(llvm_ir), target, loop_ir)
 
     @classmethod
     def from_object(cls, data: bytes, target) -> Module:

@@ -1,5 +1,5 @@
 """The whole model as one native module (compiler/graph/build.py, codegen/graph_entry.py,
-runtime/graph_executor.py): every kernel and `graph_run` in one LLVM module, `graph_run`
+runtime/graph_executor.py): every kernel and `graph_run` in one loaded module, `graph_run`
 calling the steps' kernels in order from native code, the slot table filled once, the
 profile timing each kernel through its own packed function on the model's buffers."""
 from __future__ import annotations
@@ -31,6 +31,23 @@ def test_one_module_holds_every_kernel_and_the_native_entry_that_calls_them_in_o
     for name in lib.kernels:  # not inlined into the entry: each is a function of its own
         assert re.search(rf"define [^@\n]*i32 @{name}\(", source)
     got, = lib.run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_kernels_compiled_on_several_threads_give_the_same_code_every_build_as_on_one():
+    """compile_graph optimizes and emits each kernel's module on a thread of its own
+    (its own LLVM context): the linked IR is the same from build to build, and a build
+    for one core (one thread) has the same kernels and computes the same."""
+    m = residual()
+    x, want = input_and_expected(m)
+    mod, params = from_onnx(m)
+    texts = [graph.build(mod, target="llvm -num-cores=2", params=params).lib.get_source("ll")
+             for _ in range(2)]
+    assert texts[0] == texts[1]
+    one = graph.build(mod, target="llvm -num-cores=1", params=params)
+    assert sorted(one.kernels) == sorted(re.findall(r"define [^@\n]*i32 @(fused_\d+)\(",
+                                                    texts[0]))
+    got, = one.run(x=x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
