@@ -109,8 +109,10 @@ class _Expand:
         if isinstance(s, Allocate):
             shape = tuple(self.expr(d, env) for d in s.buffer.shape)
             if any(a is not b for a, b in zip(shape, s.buffer.shape)):
+                # the body expanded first: rebuffering rebuilds the loops in it, which
+                # the plan knows by identity
                 new = dataclasses.replace(s.buffer, shape=shape)
-                return Allocate(new, self.stmt(_rebuffer(s.body, s.buffer, new), env))
+                return Allocate(new, _rebuffer(self.stmt(s.body, env), s.buffer, new))
         return self.node(s, env)
 
     def node(self, n, env: dict):

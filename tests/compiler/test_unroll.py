@@ -179,3 +179,17 @@ def test_hand_built_function_runs_the_same():
     got = unroll_loop(body)
     assert len(got.seq) == 16
     assert_same_results(func, got, [np.zeros(64, dtype="int32")])
+
+
+def test_an_unrolled_loop_inside_a_buffer_sized_by_an_outer_unrolled_loop_is_expanded_too():
+    T = Buffer("T", "int32", (i + 2,))
+    body = loop(i, 3, Allocate(T, SeqStmt((loop(j, 2, Store(T, j, j * 2 + i), UNROLLED),
+                                           Store(A_BUF, i, Load(T, E.const(1)))))), UNROLLED)
+    got = unroll_loop(body)
+    assert not collect(got, lambda n: isinstance(n, For))
+    assert [str(a.buffer.elements) for a in collect(got, lambda n: isinstance(n, Allocate))] \
+        == ["2", "3", "4"]
+    assert all(s.buffer is a.buffer for a in collect(got, lambda n: isinstance(n, Allocate))
+               for s in collect(a.body, lambda n: isinstance(n, (Store, Load)))
+               if s.buffer.name == "T")
+    assert_same_results(PrimFunc("f", (A_BUF,), body), got, [np.zeros(64, dtype="int32")])
