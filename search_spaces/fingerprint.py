@@ -66,8 +66,8 @@ def fingerprint(tmpl: Template) -> str:
 
 
 def probed() -> dict[str, Template]:
-    """The registered templates that have probes, by name."""
-    import search_spaces  # noqa: F401 - registers the package's templates
+    """The registered templates that have probes, by name (importing this module ran
+    the package's __init__, which registers its templates)."""
     return {name: t for name, t in sorted(_TEMPLATES.items()) if t.probes}
 
 
