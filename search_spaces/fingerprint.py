@@ -29,7 +29,7 @@ import sys
 from compiler import Target
 from compiler.build import built_ir
 
-from .registry import VERSIONS_FILE, Template, _TEMPLATES, recorded_versions
+from .registry import VERSIONS_FILE, Template, get_template, recorded_versions, templates
 
 TARGETS = ("llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512")
 """AVX2's 8 lanes and AVX-512's 16: a template sizes its tiles by the target's vectors.
@@ -68,7 +68,7 @@ def fingerprint(tmpl: Template) -> str:
 def probed() -> dict[str, Template]:
     """The registered templates that have probes, by name (importing this module ran
     the package's __init__, which registers its templates)."""
-    return {name: t for name, t in sorted(_TEMPLATES.items()) if t.probes}
+    return {name: get_template(name) for name in templates() if get_template(name).probes}
 
 
 def main(argv=None) -> int:

@@ -381,11 +381,13 @@ def bind_simplified(e: E.Expr, env: dict) -> E.Expr:
     copies need (transform/unroll.py): each binds the loop variables to constants."""
     if isinstance(e, E.Var):
         return env.get(e, e)
+    cond = None
     if isinstance(e, E.Select) and E.lanes(e.dtype) == 1:
         cond = bind_simplified(e.condition, env)
         if isinstance(cond, E.IntImm):
             return bind_simplified(e.true_value if cond.value else e.false_value, env)
-    out = map_children(e, lambda c: bind_simplified(c, env) if isinstance(c, E.Expr) else c)
+    out = map_children(e, lambda c: cond if cond is not None and c is e.condition else
+                       bind_simplified(c, env) if isinstance(c, E.Expr) else c)
     return e if out is e else _simplify_node(out, {})
 
 

@@ -67,10 +67,11 @@ def _optimized(mod, target: Target, entry: str):
     return optimized_text(generate_llvm(mod, target, entry), target, entry)
 
 
-def optimized_text(text: str, target: Target, entry: str):
-    """The verified, O3-optimized LLVM module of the IR `text`, and the target machine."""
+def optimized_text(text: str, target: Target, entry: str, context=None):
+    """The verified, O3-optimized LLVM module of the IR `text`, and the target machine;
+    `context`: the LLVM context to parse it in (default the global one)."""
     try:
-        ref = llvm.parse_assembly(text)
+        ref = llvm.parse_assembly(text, context=context)
         ref.verify()
     except RuntimeError as err:
         raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
@@ -136,14 +137,7 @@ def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
 def _object_of(text: str, target: Target, entry: str) -> tuple[bytes, str]:
     """The object code and the optimized IR text of the LLVM IR `text`, in an LLVM
     context of its own (compile_graph runs several at once)."""
-    context = llvm.create_context()
-    try:
-        ref = llvm.parse_assembly(text, context=context)
-        ref.verify()
-    except RuntimeError as err:
-        raise BuildError(f"LLVM rejected the code generated for {entry}: {err}") from None
-    tm = target_machine(target)
-    optimize(ref, tm)
+    ref, tm = optimized_text(text, target, entry, llvm.create_context())
     return tm.emit_object(ref), str(ref)
 
 

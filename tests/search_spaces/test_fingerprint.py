@@ -11,16 +11,16 @@ import search_spaces
 from compiler import te
 from search_spaces import template
 from search_spaces.fingerprint import fingerprint, main, probed
-from search_spaces.registry import _TEMPLATES, recorded_versions
+from search_spaces.registry import recorded_versions
 
 RECORDED = recorded_versions()
-OURS = sorted(name for name, t in _TEMPLATES.items()
-              if t.fn.__module__.startswith("search_spaces."))
+OURS = sorted(name for name in search_spaces.templates()
+              if search_spaces.get_template(name).fn.__module__.startswith("search_spaces."))
 
 
 def test_every_template_of_the_package_has_probes_and_a_recorded_version():
     assert OURS, "no template registered"
-    missing = [n for n in OURS if not _TEMPLATES[n].probes or n not in RECORDED]
+    missing = [n for n in OURS if not search_spaces.get_template(n).probes or n not in RECORDED]
     assert not missing, f"add probes= to these templates and run `python -m " \
                         f"search_spaces.fingerprint --update`: {missing}"
     assert all(search_spaces.get_template(n).version == RECORDED[n] for n in OURS)
@@ -30,7 +30,7 @@ def test_every_template_of_the_package_has_probes_and_a_recorded_version():
 def test_the_recorded_fingerprint_is_the_generated_codes(name):
     """Fails when a change alters the code a template generates: that is when its
     records go stale, so versions.json must be rewritten (the message says how)."""
-    now = fingerprint(_TEMPLATES[name])
+    now = fingerprint(search_spaces.get_template(name))
     assert now == RECORDED[name], (
         f"template {name!r} now generates other code ({RECORDED[name]} -> {now}); if "
         f"that is meant, its logged records are stale: run `python -m "
