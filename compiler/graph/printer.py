@@ -11,7 +11,8 @@ after every call and constant.
 
 Every call (and tuple) is bound to `%n` in post-order, once, however many times it is
 used; the last expression is the function's result. A constant of rank 0 prints as its
-value (`2f`), any other as `meta[relay.Constant][k]`, k by first appearance in the
+value (`2f`; a float in six digits when they give it back exactly, else in full), any
+other as `meta[relay.Constant][k]`, k by first appearance in the
 module's text. Types (`/* ty=... */`, `-> ...`) show once InferType has run. An
 attribute shows only when it differs from the op's default. A call of a fused function
 prints the function inline (`%0 = fn (%p0: ..., Primitive=1) -> ... { ... };`), a call
@@ -45,7 +46,7 @@ def _attr_value(value) -> str:
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, float):
-        return f"{value:g}f"
+        return _exact(value, "float64") + "f"
     if isinstance(value, str):
         return f'"{value}"'
     return str(value)
@@ -55,8 +56,18 @@ def _scalar(data: np.ndarray) -> str:
     suffix = {"float32": "f", "float64": "f64", "int32": "", "int64": "i64"}.get(
         str(data.dtype), str(data.dtype))
     value = data.item()
-    text = f"{value:g}" if isinstance(value, float) else str(value)
+    text = _exact(value, data.dtype) if isinstance(value, float) else str(value)
     return text + suffix
+
+
+def _exact(value: float, dtype) -> str:
+    """`value` short (`%g`) when that reads back as the same `dtype` value, else in full:
+    the text is a function's identity (the build compiles one kernel per distinct text),
+    so two constants that differ must never print alike (1.5000001 and 1.5000003 both
+    read 1.5 in six digits)."""
+    short = f"{value:g}"
+    same = np.array(float(short)).astype(dtype) == np.array(value).astype(dtype)
+    return short if same or value != value else repr(value)
 
 
 class _Printer:

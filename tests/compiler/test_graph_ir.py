@@ -181,3 +181,26 @@ def test_a_prim_func_pass_leaves_graph_functions_alone():
     assert touched == ["plus_one"] and out["main"] is mod["main"]
     text = str(out)
     assert text.startswith("def @main(") and "plus_one" in text
+
+
+def test_constants_and_attributes_that_differ_never_print_alike():
+    """The text is a function's identity (the build compiles one kernel per distinct
+    text): 1.5000001 and 1.5000003 are two float32 values that read 1.5 in six digits."""
+    x = graph.var("x", shape=(2,))
+    texts = [str(graph.multiply(x, graph.const(np.array(v, "float32"))))
+             for v in (1.5000001, 1.5000003, 1.5)]
+    assert len(set(texts)) == 3 and texts[2].endswith("multiply(%x, 1.5f)")
+    alphas = [str(graph.nn.leaky_relu(x, alpha=a)) for a in (0.1, 0.1000001)]
+    assert alphas[0].endswith("alpha=0.1f)") and alphas[0] != alphas[1]
+
+
+def test_kernels_with_constants_alike_to_six_digits_are_two_kernels_and_compute_their_own():
+    x, y = graph.var("x", shape=(4, 8)), graph.var("y", shape=(4, 8))
+    outs = [graph.multiply(graph.nn.relu(v), graph.const(np.array(c, "float32")))
+            for v, c in ((x, 1.0000001), (y, 1.5000001), (y, 1.5000003))]
+    lib = graph.build(IRModule.from_expr(graph.Function([x, y], graph.Tuple(outs))))
+    ones = np.ones((4, 8), "float32")
+    got = lib.run(x=ones, y=ones)
+    assert len(lib.kernels) == 3
+    for g, c in zip(got, (1.0000001, 1.5000001, 1.5000003)):
+        np.testing.assert_array_equal(g, np.full((4, 8), np.float32(c)))
