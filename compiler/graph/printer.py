@@ -41,6 +41,8 @@ def expr_text(expr: Expr) -> str:
 
 
 def _attr_value(value) -> str:
+    if isinstance(value, np.ndarray):  # in full: numpy's own text elides long arrays
+        value = value.tolist()
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(_attr_value(v) for v in value) + "]"
     if isinstance(value, bool):
