@@ -8,14 +8,16 @@ target's cores at once, compile_graph). Any LLVM complaint becomes a BuildError 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .. import disk_cache
 from ..errors import BuildError
 from ..ir.functor import collect
-from ..ir.stmt import Store
+from ..ir.module import IRModule
+from ..ir.stmt import PrimFunc, Store
 from ..llvm_target import optimize, target_machine
 from ..runtime.module import Module
 from ..runtime.shape_expr import encode_dim
@@ -93,12 +95,15 @@ def compile_object(mod, target: Target, entry: str = "main") -> bytes:
     return tm.emit_object(ref)
 
 
-def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
-    """One runtime.Module for a whole model: every kernel of `kernels` (an IRModule of
-    lowered PrimFuncs with static shapes) and the native entry function that runs
-    `steps` in order (graph_entry.py). Calling the module on the int64 slot table runs
-    the model; its metadata keeps each kernel's own (meta["kernels"]), so a profiler can
-    call one kernel through `<name>_packed`.
+def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Target,
+                  keys: dict | None = None):
+    """One runtime.Module for a whole model: its kernels and the native entry function
+    that runs `steps` in order (graph_entry.py). `kernels`: name -> a lowered PrimFunc
+    with static shapes, or a kernel compiled before (disk_cache.load: its header and
+    object code); `keys`: name -> the key under which to keep a kernel compiled here
+    in the disk cache. Calling the module on the int64 slot table runs the model; its
+    metadata keeps each kernel's own (meta["kernels"]), so a profiler can call one
+    kernel through `<name>_packed`.
 
     Each kernel is an LLVM module of its own, and so is the entry function (which
     declares the kernels): LLVM verifies, optimizes and emits each on a thread of
@@ -106,32 +111,51 @@ def compile_graph(kernels, steps: list[dict], num_slots: int, target: Target):
     LLVM context of its own, as LLVM requires of concurrent work), while this thread
     writes the next kernel's IR; the JIT links the objects. The kernels are `noinline`
     in their modules as in the entry's, so each one's code is what one module made."""
-    kernel_meta = {}
-    called = {step["kernel"] for step in steps if "fn_slot" not in step}
+    keys = keys or {}
     entry = CodeGenLLVM(target, name=ENTRY)
     target_machine(target)  # LLVM's targets initialized once, before the threads
+    headers, jobs = {}, {}
     with ThreadPoolExecutor(max(1, target.num_cores or os.cpu_count() or 1)) as pool:
-        jobs = []
-        for name, func in kernels.functions.items():
-            if func.size_vars:
-                raise BuildError(f"{name}: a kernel of a model has symbolic sizes")
-            cg = CodeGenLLVM(target, name=name)
-            cg.add_function(func)
-            if name in called:
-                cg.module.get_global(name).attributes.add("noinline")
-            kernel_meta[name] = module_meta(kernels, target, name)
-            jobs.append(pool.submit(_object_of, str(cg.module), target, name))
-            ir.Function(entry.module, ir.FunctionType(I32, [PTR] * len(func.params)),
-                        name=name)
+        for name, kernel in kernels.items():
+            if isinstance(kernel, PrimFunc):
+                headers[name], text = _kernel_ir(kernel, target)
+                jobs[name] = pool.submit(_object_of, text, target, name)
+            else:
+                headers[name], jobs[name] = kernel[0], _done(kernel[1], kernel[0]["ir"])
+            ir.Function(entry.module, ir.FunctionType(
+                I32, [PTR] * len(headers[name]["meta"]["params"])), name=name)
         add_graph_entry(entry.module, steps)
         entry.add_metadata({"entry": ENTRY, "target": str(target), "size_vars": [],
                             "params": [{"name": "slots", "dtype": "int64",
                                         "shape": [num_slots], "written": False}],
-                            "kernels": kernel_meta})
-        jobs.append(pool.submit(_object_of, str(entry.module), target, ENTRY))
-        parts = [job.result() for job in jobs]
-    return Module.from_objects([obj for obj, _ in parts], target,
-                               llvm_ir=[text for _, text in parts], loop_ir=str(kernels))
+                            "kernels": {n: h["meta"] for n, h in headers.items()}})
+        jobs[ENTRY] = pool.submit(_object_of, str(entry.module), target, ENTRY)
+        parts = {name: job.result() for name, job in jobs.items()}
+    for name, key in keys.items():
+        if isinstance(kernels.get(name), PrimFunc):
+            disk_cache.store(key, {**headers[name], "ir": parts[name][1]}, parts[name][0])
+    return Module.from_objects([obj for obj, _ in parts.values()], target,
+                               llvm_ir=[text for _, text in parts.values()],
+                               loop_ir="\n\n".join(h["loop_ir"] for h in headers.values()))
+
+
+def _kernel_ir(func: PrimFunc, target: Target) -> tuple[dict, str]:
+    """A model's kernel as an LLVM module of its own (`noinline`, as the entry calls it):
+    its header (metadata, loop IR) and its unoptimized IR text."""
+    if func.size_vars:
+        raise BuildError(f"{func.name}: a kernel of a model has symbolic sizes")
+    cg = CodeGenLLVM(target, name=func.name)
+    cg.add_function(func)
+    cg.module.get_global(func.name).attributes.add("noinline")
+    one = IRModule.from_func(func)
+    return {"meta": module_meta(one, target, func.name), "loop_ir": str(one)}, str(cg.module)
+
+
+def _done(obj: bytes, text: str) -> Future:
+    """A future already holding a cached kernel's object code and optimized IR."""
+    done = Future()
+    done.set_result((obj, text))
+    return done
 
 
 def _object_of(text: str, target: Target, entry: str) -> tuple[bytes, str]:

@@ -39,9 +39,14 @@ included).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 
+import llvmlite
+import llvmlite.binding as llvm
 import numpy as np
 
+from .. import disk_cache
 from ..build import built_ir
 from ..codegen.compile import compile_graph
 from ..errors import BuildError
@@ -55,12 +60,24 @@ from .deep_stack import deep_stack
 from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .external import get_external
 from .functor import ExprMutator, post_order
-from .lower import lower_function
+from .lower import choice_of, kernel_info, lower_function
 from .op.layout import layout_change
+from .strategy import strategy_folders
 from .ty import TensorType, TupleType
 from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
                         FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
                         SimplifyInference, SimplifyLayerNorm, SinkReshape)
+
+
+CACHE_FORMAT = 1
+"""The version of what a cached kernel holds and how its key is made (disk_cache)."""
+
+
+def code_folders() -> list[str]:
+    """The folders of the code a kernel's code follows from: the compiler's, and those
+    of the packages whose strategies give its candidates."""
+    return sorted({os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                   *strategy_folders()})
 
 
 @deep_stack
@@ -169,7 +186,10 @@ class _Planner:
         self.externals = externals            # name -> external Function
         self.modules: dict = {}               # name -> its runtime module
         self.kernels: dict[str, str] = {}     # fused function's text -> kernel name
-        self.funcs: dict = {}                 # kernel name -> its lowered PrimFunc
+        self.funcs: dict = {}                 # kernel name -> its lowered PrimFunc, or its
+        #                                       cached object code (disk_cache.load)
+        self.keys: dict[str, str] = {}        # kernel name -> its disk cache key, to store
+        self._context_key = None              # the cache key's part common to all kernels
         self.info: dict = {}                  # kernel name -> how its anchor was scheduled
         self.slots: dict[int, int] = {}       # id(expr) -> value slot
         self.constants: dict[int, np.ndarray] = {}
@@ -190,7 +210,7 @@ class _Planner:
             self.plan["output_names"] = list(names)
 
     def executor(self) -> GraphExecutor:
-        lib = compile_graph(IRModule(self.funcs), self.steps, len(self.slots), self.target)
+        lib = compile_graph(self.funcs, self.steps, len(self.slots), self.target, self.keys)
         return GraphExecutor(lib, self.plan, self.constants, self.modules)
 
     def _slot(self, expr) -> int:
@@ -227,9 +247,7 @@ class _Planner:
         key = fn.script("fused")  # its text: equal functions (same ops, shapes) share one
         if key not in self.kernels:
             name = self.kernels[key] = f"fused_{len(self.kernels)}"
-            sch, tensors, *info = lower_function(fn, name)
-            self.funcs[name] = built_ir(sch, tensors, name)[name]
-            self.info[name] = info[0] if info else None
+            self._kernel(fn, name, key)
         name = self.kernels[key]
         outs, types = self._outs(expr, name)
         self.steps.append({"kernel": name, "info": self.info[name],
@@ -241,6 +259,42 @@ class _Planner:
         if layout:  # a packed convolution's blocks, for the compile table
             self.steps[-1]["layout"] = layout
 
+
+    def _kernel(self, fn: Function, name: str, text: str) -> None:
+        """The kernel `name` of the fused function `fn` (whose text is `text`): from the
+        disk cache when it holds it, else lowered, its cache key kept to store it once
+        compiled."""
+        choice = choice_of(fn)
+        self.info[name] = kernel_info(fn, choice)
+        key = self._cache_key(name, text, choice)
+        self.funcs[name] = disk_cache.load(key) if key else None
+        if self.funcs[name] is None:
+            sch, tensors, _ = lower_function(fn, name, choice)
+            self.funcs[name] = built_ir(sch, tensors, name)[name]
+            if key:
+                self.keys[name] = key
+
+    def _cache_key(self, name: str, text: str, choice) -> str | None:
+        """The disk cache's key of a kernel: everything its code follows from (the fused
+        function's text, its name, the candidate and config that schedule it, the
+        target with its features, the pass context, the source of the compiler and of
+        the packages whose strategies give candidates, the versions of LLVM, llvmlite
+        and numpy); None when the cache is off, or when pass instruments are entered
+        (they watch the passes, which a cached kernel does not run)."""
+        ctx = PassContext.current()
+        if disk_cache.cache_dir() is None or ctx.instruments:
+            return None
+        if self._context_key is None:
+            t = self.target
+            self._context_key = [
+                [t.kind, t.mcpu, t.mtriple, t.features, t.num_cores],
+                [ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
+                 sorted((k, repr(v)) for k, v in ctx.config.items())],
+                [disk_cache.source_version(d) for d in code_folders()],
+                [llvmlite.__version__, list(llvm.llvm_version_info), np.__version__]]
+        candidate = choice.candidate.info(choice.config) if choice else None
+        return disk_cache.cache_key(CACHE_FORMAT, self._context_key, name, text,
+                                    json.dumps(candidate, sort_keys=True, default=repr))
 
     def _external(self, call: Call) -> None:
         """A step calling an external function, compiled by its codegen (once per

@@ -20,16 +20,18 @@ from .expr import Call, Constant, Expr, Function, TupleGetItem, Var
 from .chooser import Choice, choose_implementation
 from .functor import post_order
 from .strategy import NO_TEMPLATE, op_default
-from .ty import TensorType
+from .ty import TensorType, TupleType
 
 
-def lower_function(func: Function, name: str):
+_CHOOSE = object()
+
+
+def lower_function(func: Function, name: str, choice=_CHOOSE):
     """Lower a typed Primitive function to one kernel: `(schedule, tensors, info)`, where
     `tensors` are [placeholders of the parameters..., output(s)] (a function returning a
     tuple has one output per field: compiler.ops' default schedule computes them
-    together, their common stages once) and `info` says how the
-    anchor was scheduled (chooser.Choice.info), or strategy.NO_TEMPLATE (every value
-    None) when no template did (see the module docstring)."""
+    together, their common stages once) and `info` says how the anchor was scheduled
+    (kernel_info). `choice`: choice_of(func), when known already."""
     for p in func.params:
         if 0 in tuple(p.ty.shape):
             raise BuildError(f"{name}: its input {p.name} of shape {tuple(p.ty.shape)} has no "
@@ -38,7 +40,8 @@ def lower_function(func: Function, name: str):
                     for p in func.params]
     env = {id(p): t for p, t in zip(func.params, placeholders)}
     anchor = _anchor(func)
-    choice = choice_of(func, anchor)
+    if choice is _CHOOSE:
+        choice = choice_of(func, anchor)
 
     def visit(expr: Expr):
         if id(expr) in env:
@@ -79,12 +82,22 @@ def lower_function(func: Function, name: str):
         outs = list(out)
         if not all(isinstance(t, te.Tensor) for t in outs):
             raise BuildError(f"{name}: a fused function's outputs must be tensors")
-        return ops.default_schedule(outs), [*placeholders, *outs], dict(NO_TEMPLATE)
+        return ops.default_schedule(outs), [*placeholders, *outs], kernel_info(func, choice)
     tensors = [*placeholders, out]
     if choice is not None:
         return choice.candidate.schedule(choice.config, out, env[id(anchor)]), tensors, \
-            choice.info()
-    return ops.default_schedule(out), tensors, dict(NO_TEMPLATE)
+            kernel_info(func, choice)
+    return ops.default_schedule(out), tensors, kernel_info(func, choice)
+
+
+def kernel_info(func: Function, choice: Choice | None) -> dict:
+    """How the anchor of the kernel of `func` is scheduled, as lower_function reports it:
+    the choice's info (chooser.Choice.info), or strategy.NO_TEMPLATE (every value None)
+    when no template schedules it (no anchor, or several outputs: compiler.ops' default
+    schedule)."""
+    if choice is None or isinstance(func.body.ty, TupleType):
+        return dict(NO_TEMPLATE)
+    return choice.info()
 
 
 def choice_of(func: Function, anchor: Call | None = None) -> Choice | None:

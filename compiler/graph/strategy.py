@@ -25,6 +25,8 @@ point is `search_spaces.strategies:register`. When the group has no entry point 
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -136,6 +138,21 @@ def load_strategies() -> None:
                                     f"{type(e).__name__}: {e}") from e
             _loaded.add(key)
         _all_loaded = True
+
+
+def strategy_folders() -> list[str]:
+    """The folders of the top-level packages whose functions are registered strategies
+    (search_spaces for ours): code that a kernel's code follows from, beside the
+    compiler's own (the disk cache keys by it, graph/build.py)."""
+    load_strategies()
+    with _lock:
+        names = {fn.__module__.partition(".")[0] for fns in _STRATEGIES.values() for fn in fns}
+    folders = set()
+    for name in names:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            folders.add(os.path.dirname(os.path.abspath(module.__file__)))
+    return sorted(folders)
 
 
 def candidates(call: Call, target: Target | None = None, libraries=()) -> list[Candidate]:

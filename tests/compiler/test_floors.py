@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 FLOORS = (
-    ("ir", "errors", "target"),   # the ground: nodes, our exception types, Target
+    ("ir", "errors", "target", "disk_cache"),  # the ground: nodes, our exception types,
+    #                                          Target, the on-disk compile cache
     ("arith",),
     ("lang",),                    # the tensor-expression language: tensors, reducers
     ("schedule",),

@@ -235,3 +235,15 @@ def test_compile_writes_a_shared_library_and_its_header_that_run_opens(tmp_path)
                          "a file named .so is a shared library")]:
         bad = invoke(*args, cwd=tmp_path)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+
+
+def test_compile_keeps_its_kernels_in_the_compile_cache_unless_no_cache(tmp_path):
+    onnx.save(mobile_block(), tmp_path / "block.onnx")
+    cache = tmp_path / "cache"
+    env = {"AUTOSCHED_NO_CACHE": None, "AUTOSCHED_CACHE_DIR": str(cache)}
+    fresh = invoke("compile", "block.onnx", "-o", "a.zip", "--no-cache", cwd=tmp_path, env=env)
+    assert fresh.returncode == 0, fresh.stderr
+    assert not cache.exists()
+    kept = invoke("compile", "block.onnx", "-o", "b.zip", cwd=tmp_path, env=env)
+    assert kept.returncode == 0, kept.stderr
+    assert [p for p in cache.rglob("*") if p.is_file()]

@@ -12,6 +12,7 @@ import click
 import numpy as np
 
 from compiler import graph, runtime
+from compiler.disk_cache import no_cache
 from compiler.errors import BuildError, FrontendError
 from compiler.frontend import from_onnx
 from compiler.runtime.elf_info import read_elf
@@ -38,11 +39,16 @@ from .common import (BadInput, external_option, format_seconds, json_option, mak
 @click.option("--target", default="llvm", show_default=True, help="The target to build for.")
 @click.option("--db", type=click.Path(dir_okay=False),
               help="A tuning log: each kernel's anchor gets its best logged config.")
+@click.option("--no-cache", "fresh", is_flag=True,
+              help="Compile every kernel anew, neither reading nor writing the compile "
+                   "cache ($AUTOSCHED_CACHE_DIR, else ~/.cache/autosched/kernels), which "
+                   "otherwise makes a kernel built before a look-up.")
 @shape_option
 @opt_level_option
 @external_option
 @json_option
-def compile_model(model, output, target, shapes, opt_level, external, db, fmt, as_json):
+def compile_model(model, output, target, shapes, opt_level, external, db, fmt, as_json,
+                  fresh):
     """Import MODEL (ONNX), optimize and fuse it, build every fused kernel (with the
     best configs of the tuning log --db where it has them), and write one file; prints
     the fused kernels, the blocks of each packed convolution (layout: "NCHW16c ->
@@ -64,7 +70,8 @@ def compile_model(model, output, target, shapes, opt_level, external, db, fmt, a
         mod, params = from_onnx(model, shape=shapes)
         history = ApplyHistoryBest(db, target=target) if db else contextlib.nullcontext()
         # a workload the log lacks is said in the table ("fallback"), not as warnings
-        with warnings.catch_warnings(), history, PassContext(opt_level=opt_level):
+        cache = no_cache() if fresh else contextlib.nullcontext()
+        with warnings.catch_warnings(), history, cache, PassContext(opt_level=opt_level):
             warnings.simplefilter("ignore", FallbackWarning)
             lib = graph.build(mod, target=target, params=params, external=external)
     except (FrontendError, BuildError, RecordsError) as err:
