@@ -2,6 +2,13 @@
 (docs/architecture.md, "The flows")."""
 from __future__ import annotations
 
+import os
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from . import disk_cache
 from .codegen.compile import compile_module, compile_object
 from .errors import LowerError
 from .ir.expr import Var
@@ -13,7 +20,11 @@ from .schedule.bound import infer_bound_context
 from .schedule.schedule import Schedule
 from .schedule.schedule_ops import schedule_ops
 from .target import Target
+from .transform.pass_infra import PassContext
 from .transform.passes import build_pipeline, lower_pipeline
+
+CACHE_FORMAT = 1
+"""The version of what a cached kernel holds and how its key is made (disk_cache)."""
 
 
 def _arg_buffers(sch: Schedule, args) -> dict:
@@ -77,3 +88,23 @@ def build_object(sch: Schedule, args, target="llvm", name: str = "main") -> byte
     bytes that another process (a tuner's timing host) loads with
     compiler.runtime.load_object(data, target) to get the same runtime.Module."""
     return compile_object(built_ir(sch, args, name), Target(target), entry=name)
+
+
+def build_key(target: Target, folders=()) -> list | None:
+    """What every kernel compiled here follows from besides its own description, as the
+    disk cache keys it: the target with its features, the entered pass context, the
+    source of the compiler and of `folders` (the packages whose code schedules it: the
+    templates'), the versions of LLVM, llvmlite and numpy, and CACHE_FORMAT. None when
+    the cache is off, or pass instruments are entered (they watch the passes, which a
+    cached kernel does not run)."""
+    ctx = PassContext.current()
+    if disk_cache.cache_dir() is None or ctx.instruments:
+        return None
+    code = sorted({os.path.dirname(os.path.abspath(__file__)), *folders})
+    return [CACHE_FORMAT, [target.kind, target.mcpu, target.mtriple, target.features,
+                           target.num_cores],
+            [ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
+             sorted((k, repr(v)) for k, v in ctx.config.items())],
+            [disk_cache.source_version(d) for d in code],
+            [llvmlite.__version__, list(llvm.llvm_version_info), np.__version__]]
+

@@ -64,13 +64,19 @@ def cache_key(*parts) -> str:
 
 
 @cache
-def source_version(package_dir: str) -> str:
-    """A sha256 of every source file (.py, .ll, .c, .h) under `package_dir`, with its
-    path: what a cached kernel was compiled by (computed once per process)."""
+def source_version(where: str) -> str:
+    """A sha256 of every source file (.py, .ll, .c, .h) with its path: under the folder
+    `where` (a package) and its subfolders, or beside the file `where` (a module of no
+    package: its own folder's modules, which it may import): what a cached kernel was
+    compiled by (computed once per process)."""
     digest = hashlib.sha256()
-    root = Path(package_dir)
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".ll", ".c", ".h")
-                       and "__pycache__" not in p.parts):
+    root = Path(where)
+    if root.is_file():
+        root, files = root.parent, sorted(root.parent.glob("*.py"))
+    else:
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".ll", ".c", ".h")
+                       and "__pycache__" not in p.parts)
+    for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

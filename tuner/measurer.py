@@ -46,13 +46,16 @@ class Measurer:
     early_cutoff: a candidate whose first run takes more than `early_cutoff` times the
         best mean cost measured for its task so far is not timed further; its cost is
         that one run (it cannot be among the best). None times every candidate fully.
+    compile_cache: a candidate built before on this machine is taken from the compile
+        cache (tuner/builder.py); False builds every one anew.
     """
 
     def __init__(self, address: str | None = None, n_parallel: int | None = None,
                  number: int = 1, repeat: int = 1, min_repeat_ms: int = 100,
                  cooldown_ms: int = 0, flush_cache: bool = False,
                  build_timeout: float = 30.0, run_timeout: float = 30.0,
-                 check_correctness: bool = True, early_cutoff: float | None = 10.0):
+                 check_correctness: bool = True, early_cutoff: float | None = 10.0,
+                 compile_cache: bool = True):
         for name, value, least in (("number", number, 1), ("repeat", repeat, 1),
                                    ("min_repeat_ms", min_repeat_ms, 0),
                                    ("cooldown_ms", cooldown_ms, 0)):
@@ -76,6 +79,7 @@ class Measurer:
         self.build_timeout = float(build_timeout)
         self.run_timeout = float(run_timeout)
         self.early_cutoff = early_cutoff
+        self.compile_cache = bool(compile_cache)
         self._best: dict = {}  # task -> best mean cost measured by this Measurer
         self._runners: dict = {}  # timing resource -> runner actor
         self._build_task = None
@@ -182,7 +186,8 @@ class Measurer:
         while following < len(inputs) or pending:
             while following < len(inputs) and len(pending) < self.n_parallel:
                 inp = inputs[following]
-                ref = self._build_task.remote(inp.task.spec(), inp.config.to_json())
+                ref = self._build_task.remote(inp.task.spec(), inp.config.to_json(),
+                                              self.compile_cache)
                 pending[ref] = (following, time.monotonic())
                 following += 1
             oldest = min(start for _, start in pending.values())

@@ -40,14 +40,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 
-import llvmlite
-import llvmlite.binding as llvm
 import numpy as np
 
 from .. import disk_cache
-from ..build import built_ir
+from ..build import build_key, built_ir
 from ..codegen.compile import compile_graph
 from ..errors import BuildError
 from ..ir.dtype import numpy_dtype
@@ -67,17 +64,6 @@ from .ty import TensorType, TupleType
 from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, FoldConstant,
                         FoldScaleAxis, FuseOps, MergeCompilerRegions, PartitionGraph,
                         SimplifyInference, SimplifyLayerNorm, SinkReshape)
-
-
-CACHE_FORMAT = 1
-"""The version of what a cached kernel holds and how its key is made (disk_cache)."""
-
-
-def code_folders() -> list[str]:
-    """The folders of the code a kernel's code follows from: the compiler's, and those
-    of the packages whose strategies give its candidates."""
-    return sorted({os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                   *strategy_folders()})
 
 
 @deep_stack
@@ -276,24 +262,15 @@ class _Planner:
 
     def _cache_key(self, name: str, text: str, choice) -> str | None:
         """The disk cache's key of a kernel: everything its code follows from (the fused
-        function's text, its name, the candidate and config that schedule it, the
-        target with its features, the pass context, the source of the compiler and of
-        the packages whose strategies give candidates, the versions of LLVM, llvmlite
-        and numpy); None when the cache is off, or when pass instruments are entered
-        (they watch the passes, which a cached kernel does not run)."""
-        ctx = PassContext.current()
-        if disk_cache.cache_dir() is None or ctx.instruments:
-            return None
+        function's text, its name, the candidate and config that schedule it, and what
+        compiler.build.build_key says, the strategies' packages as code); None when the
+        cache is off."""
         if self._context_key is None:
-            t = self.target
-            self._context_key = [
-                [t.kind, t.mcpu, t.mtriple, t.features, t.num_cores],
-                [ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
-                 sorted((k, repr(v)) for k, v in ctx.config.items())],
-                [disk_cache.source_version(d) for d in code_folders()],
-                [llvmlite.__version__, list(llvm.llvm_version_info), np.__version__]]
+            self._context_key = build_key(self.target, strategy_folders()) or False
+        if not self._context_key:
+            return None
         candidate = choice.candidate.info(choice.config) if choice else None
-        return disk_cache.cache_key(CACHE_FORMAT, self._context_key, name, text,
+        return disk_cache.cache_key(self._context_key, name, text,
                                     json.dumps(candidate, sort_keys=True, default=repr))
 
     def _external(self, call: Call) -> None:

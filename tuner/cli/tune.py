@@ -167,9 +167,13 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
               default="gradient", show_default=True,
               help="How the batches are given out among the tasks: where the objective "
                    "falls most per second (with a floor for tasks barely tried), or in turn.")
+@click.option("--no-cache", "fresh", is_flag=True,
+              help="Build every candidate anew, neither reading nor writing the compile "
+                   "cache, which otherwise makes a candidate built before on this machine "
+                   "a look-up.")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
          parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
-         external, flush_cache, no_transfer, allocation):
+         external, flush_cache, no_transfer, allocation, fresh):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -208,7 +212,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
     if trials is None and time_budget is None:
         trials = DEFAULT_TRIALS_PER_TASK * len(tasks)
     flush_cache = model is not None if flush_cache is None else flush_cache
-    measurer = start_measurer(ray_address, parallel, tasks, flush_cache)
+    measurer = start_measurer(ray_address, parallel, tasks, flush_cache,
+                              compile_cache=not fresh)
     try:
         with open_log(db_path, create=True) as db:
             scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
@@ -238,11 +243,12 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
 
 
 def start_measurer(address: str | None, parallel: int | None, tasks,
-                   flush_cache: bool = False):
-    """A started Measurer (Measurer's flush_cache); BadInput when the cluster cannot be
-    reached or has no node that can time the tasks' targets."""
+                   flush_cache: bool = False, compile_cache: bool = True):
+    """A started Measurer (Measurer's flush_cache and compile_cache); BadInput when the
+    cluster cannot be reached or has no node that can time the tasks' targets."""
     import ray
-    measurer = Measurer(address=address, n_parallel=parallel, flush_cache=flush_cache)
+    measurer = Measurer(address=address, n_parallel=parallel, flush_cache=flush_cache,
+                        compile_cache=compile_cache)
     try:
         measurer.start()
     except RayConnectionError as err:
