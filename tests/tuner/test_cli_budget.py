@@ -24,7 +24,7 @@ def fake(monkeypatch) -> FakeMeasurer:
     """The measurer `autosched tune` gets (each config 0.1 s of its fake clock), and the
     clock its TaskScheduler reads."""
     measurer = FakeMeasurer()
-    monkeypatch.setattr(tune_cli, "start_measurer", lambda *args: measurer)
+    monkeypatch.setattr(tune_cli, "start_measurer", lambda *args, **kwargs: measurer)
     monkeypatch.setattr(tune_cli, "TaskScheduler",
                         functools.partial(TaskScheduler, clock=measurer.clock))
     return measurer
@@ -81,7 +81,8 @@ def test_a_model_is_tuned_cold_and_an_operator_warm_unless_told(fake, tmp_path, 
     weights no other layer left in the cache; off for an operator."""
     flushes = []
     monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush: flushes.append(flush) or fake)
+                        lambda address, parallel, tasks, flush, compile_cache=True:
+                        flushes.append(flush) or fake)
     monkeypatch.setattr(tune_cli, "_model_tasks",
                         lambda *args: ([Task("matmul", (16, 16, 16))], [1]))
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
@@ -108,3 +109,14 @@ def test_allocation_reaches_the_scheduler(fake, tmp_path, monkeypatch):
     assert seen == ["gradient", "round-robin"]
     bad = invoke("tune", "matmul", 16, 16, 16, "--allocation", "greedy", cwd=tmp_path)
     assert bad.returncode == 2 and "'gradient', 'round-robin'" in bad.stderr
+
+
+def test_no_cache_reaches_the_measurer(fake, tmp_path, monkeypatch):
+    """`--no-cache`: every candidate built anew (Measurer's compile_cache off)."""
+    caches = []
+    monkeypatch.setattr(tune_cli, "start_measurer",
+                        lambda address, parallel, tasks, flush, compile_cache=True:
+                        caches.append(compile_cache) or fake)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--no-cache", cwd=tmp_path)
+    assert caches == [True, False]
