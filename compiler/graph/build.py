@@ -182,7 +182,8 @@ class _Planner:
         self.steps: list[dict] = []
         self._keep: list = []                 # lifted constants, stand-ins: ids key slots
         self._outputs: dict = {}              # id(external call) -> its outputs' slots
-        self._plan(func.body)
+        for expr in post_order(func.body):  # operands first: _plan's own recursion into
+            self._plan(expr)                # them finds them planned (no deep stack)
         outs = func.body.fields if isinstance(func.body, Tuple) else [func.body]
         self.plan = {
             "inputs": [{"name": p.name, "slot": self._slot(p), "shape": list(p.ty.shape),

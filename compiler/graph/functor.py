@@ -5,6 +5,11 @@ A subclass overrides `rewrite_call` (and the others as it needs); the base rebui
 node only when one of its children changed, so an untouched part of the graph stays
 the same objects, sharing included. A rebuilt node keeps its `ty`: the rewrites here
 keep types, and a pass that may not reruns InferType.
+
+Neither recurses with the depth of the graph (Relay's mixed-mode mutator): `visit` of a
+node first visits, from a work list, every operand below it not visited yet, in
+post-order, so that when a node's own `_visit` visits its operands they are done, and a
+chain of thousands of ops costs no stack; post_order walks with an explicit stack.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ class ExprMutator:
     def visit(self, expr: Expr) -> Expr:
         key = id(expr)
         if key not in self.memo:
+            for node in _below(expr, self.memo):
+                self.visit(node)  # (a subclass's visit too: each node as it would be)
             self.memo[key] = self._visit(expr)
         return self.memo[key]
 
@@ -69,14 +76,24 @@ def operands(expr: Expr) -> tuple:
 
 def post_order(body: Expr) -> list[Expr]:
     """Every node `body` reads, itself included, each once, operands before readers."""
-    order, seen = [], set()
+    return [*_below(body, {}), body]
 
-    def walk(e):
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        for o in operands(e):
-            walk(o)
-        order.append(e)
-    walk(body)
+
+def _below(expr: Expr, done) -> list[Expr]:
+    """The nodes `expr` reads, directly or not, that are not in `done` (ids), each once,
+    operands before readers, in the order a recursive walk would finish them; `expr`
+    itself not included, nor what lies below a node in `done`."""
+    order, seen = [], {id(expr)}
+    stack = [(expr, iter(operands(expr)))]
+    while stack:
+        node, rest = stack[-1]
+        for o in rest:
+            if id(o) not in seen and id(o) not in done:
+                seen.add(id(o))
+                stack.append((o, iter(operands(o))))
+                break
+        else:
+            stack.pop()
+            if stack:
+                order.append(node)
     return order

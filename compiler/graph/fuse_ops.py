@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .functor import post_order
 from .op import Op
 
 TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining order
@@ -68,41 +69,48 @@ def forward_graph(body: Expr) -> list[Node]:
         else:
             n.outputs.append((user, pattern))
 
-    def visit(expr: Expr) -> None:
-        if id(expr) in nodes and nodes[id(expr)].index >= 0:
-            return
+    def begin(expr: Expr) -> tuple:
+        """A visit of `expr` begun: its pattern set; (expr, its node, its (operand, edge
+        pattern) pairs to use and visit in order)."""
         me = node(expr)
+        edges = []
         if isinstance(expr, Call) and isinstance(expr.op, Op):
             me.pattern = expr.op.pattern
             for arg in expr.args:
                 edge = me.pattern
                 if edge == BROADCAST and getattr(arg.ty, "shape", None) == expr.ty.shape:
                     edge = ELEMWISE
-                use(arg, me, edge)
-                visit(arg)
+                edges.append((arg, edge))
         elif isinstance(expr, Call):  # a call of a function: opaque
-            for arg in expr.args:
-                use(arg, me, OPAQUE)
-                visit(arg)
+            edges = [(arg, OPAQUE) for arg in expr.args]
         elif isinstance(expr, Tuple):
             me.pattern = TUPLE
-            for f in expr.fields:
-                use(f, me, INJECTIVE)
-                visit(f)
+            edges = [(f, INJECTIVE) for f in expr.fields]
         elif isinstance(expr, TupleGetItem):
             # a field of a call's tuple (an external function's, a kernel's several
             # outputs: topk's values and indices) stays a value of the graph
             me.pattern = OPAQUE if isinstance(expr.tuple_value, Call) else INJECTIVE
-            use(expr.tuple_value, me, INJECTIVE)
-            visit(expr.tuple_value)
+            edges = [(expr.tuple_value, INJECTIVE)]
         elif isinstance(expr, Constant):
             simple = expr.data.ndim == 0 and expr.data.dtype in (np.float32, np.int32,
                                                                  np.int64, np.float64)
             me.pattern = ELEMWISE if simple else OPAQUE
-        me.index = len(order)
-        order.append(me)
+        return expr, me, iter(edges)
 
-    visit(body)
+    # a depth-first walk on a stack of its own (a graph thousands of ops deep): an
+    # operand is used, then visited, before the next; a node is indexed when done
+    stack = [begin(body)]
+    while stack:
+        _, me, edges = stack[-1]
+        for arg, edge in edges:
+            use(arg, me, edge)
+            if nodes[id(arg)].index < 0:
+                stack.append(begin(arg))
+                break
+        else:
+            stack.pop()
+            me.index = len(order)
+            order.append(me)
     use(body, None, OPAQUE)
     return order
 
@@ -173,14 +181,15 @@ class Group:
 def _count_with(groups: list[Group], child: Node, dom: Node) -> int:
     """The nodes of `dom`'s group and of those on the paths from `child` to `dom`: the
     size of the group that fusing them would make."""
-    seen = set()
-
-    def walk(n: Node) -> int:
+    seen, total, stack = set(), 0, [child]
+    while stack:
+        n = stack.pop()
         if n is dom or id(n) in seen:
-            return 0
+            continue
         seen.add(id(n))
-        return groups[n.index].num_nodes + sum(walk(u) for u, _ in n.outputs)
-    return groups[dom.index].find_root().num_nodes + walk(child)
+        total += groups[n.index].num_nodes
+        stack.extend(u for u, _ in n.outputs)
+    return groups[dom.index].find_root().num_nodes + total
 
 
 def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> list[Group]:
@@ -191,24 +200,28 @@ def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> 
         return groups
     tree = post_dominator_tree(order)
 
+    # the walks below keep stacks of their own (paths may be thousands of ops long);
+    # commit's merges happen in a depth-first pre-order, users in order, as its result
+    # (the anchor a group keeps) depends on it
     def check_path(src: Node, sink: Node, cond) -> bool:
-        seen = set()
-
-        def walk(n: Node) -> bool:
+        seen, stack = set(), [user for user, _ in reversed(src.outputs)]
+        while stack:
+            n = stack.pop()
             if id(n) in seen:
-                return True
+                continue
             seen.add(id(n))
             if not cond(groups[n.index].find_root().pattern, n is sink):
                 return False
-            return n is sink or all(walk(user) for user, _ in n.outputs)
-        return all(walk(user) for user, _ in src.outputs)
+            if n is not sink:
+                stack.extend(user for user, _ in reversed(n.outputs))
+        return True
 
     def commit(src: Node, sink: Node) -> None:
-        target, seen = groups[sink.index], set()
-
-        def walk(n: Node) -> None:
+        target, seen, stack = groups[sink.index], set(), [src]
+        while stack:
+            n = stack.pop()
             if n is sink or id(n) in seen:
-                return
+                continue
             seen.add(id(n))
             child, parent = groups[n.index].find_root(), target.find_root()
             if child is not parent:
@@ -217,9 +230,7 @@ def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> 
                 if child.anchor_ref is not None:
                     parent.anchor_ref = child.anchor_ref
                     parent.pattern = max(parent.pattern, child.pattern)
-            for user, _ in n.outputs:
-                walk(user)
-        walk(src)
+            stack.extend(user for user, _ in reversed(n.outputs))
 
     for phase in range(3):
         for n, t in zip(order, tree):
@@ -262,7 +273,7 @@ def fuse_ops(func: Function, opt_level: int, max_depth: int = MAX_DEPTH) -> Func
     order = forward_graph(func.body)
     groups = partition(order, opt_level, max_depth)
     group_of = {id(n.ref): groups[n.index] for n in order}
-    return Function(func.params, _Fuser(group_of).visit(func.body, None), func.ret_type,
+    return Function(func.params, _Fuser(group_of).rebuild(func.body), func.ret_type,
                     func.attrs)
 
 
@@ -274,6 +285,19 @@ class _Fuser:
         self.group_of = group_of
         self.memo: dict = {}
         self.params: dict = {}  # group -> {id(outer value): (param, outer value)}
+
+    def rebuild(self, body: Expr) -> Expr:
+        """`body` rebuilt. Every group's root (and external call) is first visited in
+        post-order, from outside, so that a visit recurses no deeper than the group it
+        rebuilds (at most max_depth nodes), however many groups a graph chains. Inside a
+        group the visit recurses from its root, which numbers the function's parameters
+        in the order its operands are met."""
+        for expr in post_order(body)[:-1]:
+            if isinstance(expr, (Var, Constant)):
+                continue
+            if _is_external(expr) or self.group_of[id(expr)].find_root().root_ref is expr:
+                self.visit(expr, None)
+        return self.visit(body, None)
 
     def visit(self, expr: Expr, into: Group | None) -> Expr:
         """`expr` as seen from group `into` (None: outside every group)."""
