@@ -6,12 +6,14 @@ Python's default limit of 1000 frames, and past what the main thread's 8 MiB C s
 holds once the limit is raised. The mutators (functor.py), FuseOps and the build's
 planner walk on work lists and need none of this (a build without external codegens
 runs on any stack); the partitioning for external codegens (annotation.py,
-merge_compiler_regions.py, partition_graph.py), ccompiler, the layout planner's walk,
-the printer and the reference evaluator still recurse, and this goes once they do not. A function wrapped with @deep_stack runs on a thread of its own
-with a 512 MiB stack (address space, taken only as used) and a recursion limit of
-50 000, in a copy of the caller's context (the entered PassContext, target and
-choosers are contextvars), and its result or exception comes back to the caller. A
-call from inside such a thread runs directly.
+merge_compiler_regions.py, partition_graph.py), ccompiler, the layout planner's walk
+and the reference evaluator still recurse, and this goes once they do not.
+
+A function wrapped with @deep_stack runs on a thread of its own with a 512 MiB stack
+(address space, taken only as used) and a recursion limit of 50 000, in a copy of the
+caller's context (the entered PassContext, target and choosers are contextvars), and
+its result or exception comes back to the caller. A call from inside such a thread
+runs directly.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ and, after InferType, with `-> Tensor[...]` after the parameters and `/* ty=... 
 after every call and constant.
 
 Every call (and tuple) is bound to `%n` in post-order, once, however many times it is
-used; the last expression is the function's result. A constant of rank 0 prints as its
+used (from a work list: a graph thousands of ops deep prints at Python's default
+recursion limit); the last expression is the function's result. A constant of rank 0 prints as its
 value (`2f`; a float in six digits when they give it back exactly, else in full), any
 other as `meta[relay.Constant][k]`, k by first appearance in the
 module's text. Types (`/* ty=... */`, `-> ...`) show once InferType has run. An
@@ -23,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .expr import TEXT, Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .functor import post_order
 from .op import Op
 
 
@@ -36,6 +38,7 @@ def expr_text(expr: Expr) -> str:
     printer = _Printer()
     if isinstance(expr, Function):
         return printer.function(expr, "fn ", "")
+    printer._bind_below(expr, "")
     value = printer.value(expr, "")
     return "\n".join([*printer.lines, value])
 
@@ -90,10 +93,19 @@ class _Printer:
         params += [f"{k}={_attr_value(v) if not isinstance(v, int) else v}"
                    for k, v in func.attrs.items()]
         ret = f" -> {func.ret_type}" if func.ret_type is not None else ""
+        self._bind_below(func.body, indent + "  ")
         result = self.value(func.body, indent + "  ")
         body = [*self.lines, f"{indent}  {result}"]
         self.lines, self.names, self.typed = saved
         return "\n".join([f"{head}({', '.join(params)}){ret} {{", *body, f"{indent}}}"])
+
+    def _bind_below(self, expr: Expr, indent: str) -> None:
+        """Bind every operand below `expr` to its `%n`, in post-order, from a work list:
+        the names and lines a recursive walk would make, without a frame per node (a
+        graph thousands of ops deep prints at Python's default recursion limit)."""
+        for node in post_order(expr)[:-1]:
+            if not isinstance(node, (Var, GlobalVar, Constant)) and id(node) not in self.names:
+                self._operand(node, indent)
 
     def value(self, expr: Expr, indent: str) -> str:
         """The text of `expr` as an argument: a name, a literal, or (for the result) the

@@ -299,9 +299,9 @@ def test_max_and_min_of_several_inputs_match_onnx_runtime():
 def test_a_model_thousands_of_ops_deep_imports_builds_and_matches_onnx_runtime(monkeypatch):
     """A chain of 4000 ops (a 24-layer transformer is some thousands deep): the import
     costs each node what its converter built, and a build without external codegens
-    walks it on work lists (the mutators, FuseOps, the planner), so it needs neither the
-    deep-stack thread (compiler/graph/deep_stack.py, turned off here) nor a recursion
-    limit above Python's default."""
+    walks it on work lists (the mutators, FuseOps, the planner; the printer too), so it
+    needs neither the deep-stack thread (compiler/graph/deep_stack.py, turned off here)
+    nor a recursion limit above Python's default."""
     monkeypatch.setattr(deep_stack._local, "inside", True, raising=False)
     limit = sys.getrecursionlimit()
     nodes, prev = [], "x"
@@ -319,8 +319,10 @@ def test_a_model_thousands_of_ops_deep_imports_builds_and_matches_onnx_runtime(m
     sys.setrecursionlimit(1000)
     try:
         mod, params = from_onnx(m)
+        text = str(mod["main"])
         lib = graph.build(mod, params=params)
     finally:
         sys.setrecursionlimit(limit)
+    assert text.count("multiply(") == text.count("add(") == 2000
     got, = lib.run(x=x)
     np.testing.assert_allclose(got, want, rtol=1e-5)
