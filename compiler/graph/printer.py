@@ -100,11 +100,14 @@ class _Printer:
         return "\n".join([f"{head}({', '.join(params)}){ret} {{", *body, f"{indent}}}"])
 
     def _bind_below(self, expr: Expr, indent: str) -> None:
-        """Bind every operand below `expr` to its `%n`, in post-order, from a work list:
-        the names and lines a recursive walk would make, without a frame per node (a
-        graph thousands of ops deep prints at Python's default recursion limit)."""
+        """Bind every operand below `expr` to its `%n` and number its constants, in
+        post-order, from a work list: the names, numbers and lines a recursive walk
+        makes, without a frame per node (a graph thousands of ops deep prints at Python's
+        default recursion limit)."""
         for node in post_order(expr)[:-1]:
-            if not isinstance(node, (Var, GlobalVar, Constant)) and id(node) not in self.names:
+            if isinstance(node, Constant):
+                self.value(node, indent)
+            elif not isinstance(node, (Var, GlobalVar)) and id(node) not in self.names:
                 self._operand(node, indent)
 
     def value(self, expr: Expr, indent: str) -> str:
