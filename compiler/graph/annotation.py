@@ -127,6 +127,8 @@ def strip(body: Expr) -> tuple[Expr, dict[int, int]]:
             raise TypeError(f"cannot strip a {type(e).__name__}")
         memo[id(e)] = out
         return out
+    for e in post_order(body):  # operands first: no recursion deeper than a node's own
+        visit(e)
     return visit(body), was
 
 
@@ -168,6 +170,8 @@ def annotate(body: Expr, region_of, target_of) -> Expr:
             out = e
         memo[id(e)] = out
         return out
+    for e in post_order(body)[:-1]:  # operands first: no recursion deeper than a node's own
+        visit(e)
     return leaving(body)
 
 

@@ -3,11 +3,13 @@
 Some graph passes are still recursive walks (a node's operands before the node), so a
 chain of N ops recurses N levels: a 24-layer transformer is several thousand, past
 Python's default limit of 1000 frames, and past what the main thread's 8 MiB C stack
-holds once the limit is raised. The mutators (functor.py), FuseOps and the build's
-planner walk on work lists and need none of this (a build without external codegens
-runs on any stack); the partitioning for external codegens (annotation.py,
-merge_compiler_regions.py, partition_graph.py), ccompiler, the layout planner's walk
-and the reference evaluator still recurse, and this goes once they do not.
+holds once the limit is raised. The graph's walks (the mutators of functor.py,
+post_order, FuseOps, the planner, the printer, the partitioning for external codegens)
+work on work lists and need none of this. What still recurses: the ccompiler codegen
+(as deep as its region: it numbers a node before its operands), and the lowering of one
+kernel (as deep as its fused expression, up to relay.FuseOps.max_depth ops: at the
+default 256 a 4000-op chain builds at Python's default limit of 1000, not at 700).
+This goes once those do not.
 
 A function wrapped with @deep_stack runs on a thread of its own with a 512 MiB stack
 (address space, taken only as used) and a recursion limit of 50 000, in a copy of the

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..ops.pattern import OpPattern
 from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from .functor import post_order
+from .functor import operands, post_order
 from .op import Op
 
 TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining order
@@ -287,17 +287,49 @@ class _Fuser:
         self.params: dict = {}  # group -> {id(outer value): (param, outer value)}
 
     def rebuild(self, body: Expr) -> Expr:
-        """`body` rebuilt. Every group's root (and external call) is first visited in
-        post-order, from outside, so that a visit recurses no deeper than the group it
-        rebuilds (at most max_depth nodes), however many groups a graph chains. Inside a
-        group the visit recurses from its root, which numbers the function's parameters
-        in the order its operands are met."""
-        for expr in post_order(body)[:-1]:
+        """`body` rebuilt, from work lists: every group's root (and external call) is
+        visited in post-order, from outside, after its group's other nodes and what they
+        read, from inside, in the depth-first order a recursive visit from the root meets
+        them (which numbers the function's parameters); so no visit recurses deeper than
+        one node's operands, however deep the graph or large a group."""
+        for expr in post_order(body):
             if isinstance(expr, (Var, Constant)):
                 continue
-            if _is_external(expr) or self.group_of[id(expr)].find_root().root_ref is expr:
+            if _is_external(expr):
                 self.visit(expr, None)
+                continue
+            group = self.group_of[id(expr)].find_root()
+            if group.root_ref is not expr:
+                continue
+            if not (isinstance(expr, (Tuple, TupleGetItem)) and group.num_nodes == 1):
+                for inner in self._group_order(expr, group):
+                    self.visit(inner, group)
+            self.visit(expr, None)
         return self.visit(body, None)
+
+    def _in_group(self, expr: Expr, group: Group) -> bool:
+        return not isinstance(expr, (Var, Constant)) and not _is_external(expr) and \
+            self.group_of[id(expr)].find_root() is group
+
+    def _group_order(self, root: Expr, group: Group) -> list[Expr]:
+        """What a visit of `root` in `group` meets, depth-first, operands in order, each
+        once, not itself: the group's nodes after what they read, and the values it reads
+        from outside (its parameters), not below them."""
+        order, seen = [], {id(root)}
+        stack = [(root, iter(operands(root)))]
+        while stack:
+            node, rest = stack[-1]
+            for o in rest:
+                if id(o) not in seen and (id(o), id(group)) not in self.memo:
+                    seen.add(id(o))
+                    inside = self._in_group(o, group)
+                    stack.append((o, iter(operands(o) if inside else ())))
+                    break
+            else:
+                stack.pop()
+                if stack:
+                    order.append(node)
+        return order
 
     def visit(self, expr: Expr, into: Group | None) -> Expr:
         """`expr` as seen from group `into` (None: outside every group)."""

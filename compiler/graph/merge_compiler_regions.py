@@ -35,17 +35,20 @@ def merge_compiler_regions(func: Function) -> Function:
     def walk(e, feeders: set, foreign: set, through: bool) -> None:
         """Sort what `e` reads: the regions it reads directly (`feeders`), and those
         it reads through a node of no region (a tuple, a call of a function), which
-        are barred like a region of another target (`foreign`)."""
-        if is_annotation(e):
-            walk(e.args[0], feeders, foreign, through)
-        elif is_region_op(e):
-            r = find(index[id(region_of[id(e)])])
-            (foreign if through else feeders).add(r)
-            if through:
-                foreign.update(restrictions[r])
-        else:
-            for o in operands(e):
-                walk(o, feeders, foreign, True)
+        are barred like a region of another target (`foreign`). (On a stack of its own:
+        a path through nodes of no region may be thousands of ops long.)"""
+        todo = [(e, through)]
+        while todo:
+            e, through = todo.pop()
+            if is_annotation(e):
+                todo.append((e.args[0], through))
+            elif is_region_op(e):
+                r = find(index[id(region_of[id(e)])])
+                (foreign if through else feeders).add(r)
+                if through:
+                    foreign.update(restrictions[r])
+            else:
+                todo.extend((o, True) for o in operands(e))
 
     def barred_of(me):
         """The regions `me` must not merge with: those it reads through a node outside

@@ -85,6 +85,9 @@ def partition_graph(func: Function, names: dict) -> tuple[Function, dict[str, Fu
                 out = param(e)
             memo[id(e)] = out
             return out
+        for n in outputs:  # the region's nodes first, from a work list (a region may be
+            for e in _inside_order(n, inside, memo):  # thousands of ops), in the order
+                inner(e)                              # inner's recursion meets them
         results = [inner(n) for n in outputs]
         fbody = results[0] if len(results) == 1 else Tuple(results)
         fn = infer_type(Function(list(params.values()), fbody, None, {
@@ -96,8 +99,30 @@ def partition_graph(func: Function, names: dict) -> tuple[Function, dict[str, Fu
         for i, n in enumerate(outputs):
             replaced[id(n)] = call if len(outputs) == 1 else \
                 TupleGetItem(call, i, fn.ret_type.fields[i])
-    main = _Rebuild(replaced, {id(c): ins for ins, c in calls}).visit(body)
+    rebuild = _Rebuild(replaced, {id(c): ins for ins, c in calls})
+    for e in post_order(body):  # operands first: no recursion with the graph's depth
+        rebuild.visit(e)
+    main = rebuild.visit(body)
     return Function(func.params, main, func.ret_type, func.attrs), functions
+
+
+def _inside_order(out: Expr, inside: set, done: dict) -> list[Expr]:
+    """The nodes `out` reads, itself included, each once, in depth-first post-order,
+    operands in order: not below a node outside `inside` (a region's input) nor below
+    one in `done`."""
+    order, seen = [], {id(out)}
+    stack = [(out, iter(operands(out) if id(out) in inside else ()))]
+    while stack:
+        node, rest = stack[-1]
+        for o in rest:
+            if id(o) not in seen and id(o) not in done:
+                seen.add(id(o))
+                stack.append((o, iter(operands(o) if id(o) in inside else ())))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
 
 
 class _Rebuild:
