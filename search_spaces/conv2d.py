@@ -7,8 +7,11 @@ is the vector width), the split of the input channels (`tile_c`), whether the ke
 window's loops run outside or inside the channel blocks, whether its columns and rows
 are unrolled, whether the padded input is a separate stage or inlined into the convolution,
 how many outer loops are fused and run in parallel, and where the local accumulator is
-computed (`acc_at`, see schedule_output). The register tile, rows by channels by one
-vector of columns, is bounded by the target's registers (register_tile_bounds).
+computed (`acc_at`). They set the choices (compiler.ops.conv2d_schedule.DirectChoices) of
+compiler.ops' one schedule of an NCHW convolution, schedule_direct; the fallback config
+is its default_choices, the schedule an untuned kernel runs. The register tile, rows by
+channels by one vector of columns, is bounded by the target's registers
+(compiler.ops.conv2d_nchw_bounds).
 
 The numpy reference sums, over the R*S kernel positions, one tensordot of the strided
 window of the padded input with that kernel column: fast enough for ResNet layers.
@@ -17,25 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler import Target, ops, te
-from compiler.ops.conv2d_schedule import MAX_CHANNELS
+from compiler import te
+from compiler.ops.conv2d import conv2d_nchw as direct_conv
+from compiler.ops.conv2d_schedule import (ACC_AT_ROW, ACC_AT_TILE, PARALLEL_BATCH,
+                                          PARALLEL_CHANNELS, PARALLEL_ROWS, DirectChoices,
+                                          default_choices, schedule_direct)
+from compiler.ops.register_tile import conv2d_nchw_bounds
 
+from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
-
-ACC_AT_ROW, ACC_AT_TILE = 0, 1  # values of the acc_at knob (see schedule_output)
-PARALLEL_BATCH, PARALLEL_CHANNELS, PARALLEL_ROWS = 1, 2, 3  # fuse_parallel: loops fused
-
-
-def register_tile_bounds() -> tuple[int, int, int]:
-    """`(channels, rows, columns)`: the most output channels, rows and columns of a
-    convolution's register tile on the entered target (the template's). The columns are
-    one vector, as compiler.ops.conv2d_nchw_tile's; the channels ops' MAX_CHANNELS, as far
-    as they fit; the rows, which the tile holds when the accumulator is computed at the
-    column tile (ACC_AT_TILE), as many as fit beside them: channels * rows by one vector
-    obeys the register rule (compiler/ops/register_tile.py)."""
-    lanes = Target.resolve().vector_lanes
-    channels = min(MAX_CHANNELS, ops.max_rows(lanes))
-    return channels, max(1, ops.max_rows(lanes) // channels), lanes
 
 
 def output_size(op: str, H: int, W: int, R: int, S: int, stride: int, padding: int):
@@ -60,72 +53,48 @@ def kernel_windows(op: str, data, R: int, S: int, stride: int, padding: int):
             yield r, s, padded[:, :, r:r + stride * OH:stride, s:s + stride * OW:stride]
 
 
-def schedule_padding(cfg, s, conv) -> None:
-    """The `pad_stage` knob: the padded input that compiler.ops made for the convolution
-    `conv` (if the padding is not zero) is computed as a stage of its own, in parallel,
-    or inlined."""
-    padded = next((t for t in conv.op.input_tensors() if t.op.name == "pad"), None)
-    if padded is None:
-        return
-    if cfg["pad_stage"].val:
-        n, c, _, _ = s[padded].op.axis
-        s[padded].parallel(s[padded].fuse(n, c))
-    else:
-        s[padded].compute_inline()
+def define_direct_knobs(cfg, out_shape, depthwise: bool, in_channels: int = 0) -> None:
+    """The knobs of both NCHW convolution templates (`in_channels`: an ordinary one's, which
+    it splits), bounded by compiler.ops.conv2d_nchw_bounds, their fallbacks
+    compiler.ops' default_choices for the entered target."""
+    _, K, OH, OW = out_shape
+    default = default_choices(out_shape, depthwise)
+    max_channels, max_rows, max_columns = conv2d_nchw_bounds()
+    cfg.define_split("tile_c" if depthwise else "tile_f", K, num_outputs=2,
+                     filter=lambda e: e.size[-1] <= max_channels,
+                     fallback=[-1, default.channels])
+    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= max_rows,
+                     fallback=[-1, default.rows])
+    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= max_columns,
+                     fallback=[-1, default.columns])
+    if not depthwise:
+        cfg.define_split("tile_c", in_channels, num_outputs=2,
+                         fallback=[-1, default.in_channels])
+        cfg.define_knob("window_outer", [0, 1], fallback=int(default.window_outer))
+    cfg.define_knob("unroll_kw", [1, 0], fallback=int(default.unroll_kw))
+    cfg.define_knob("unroll_kh", [0, 1], fallback=int(default.unroll_kh))
+    cfg.define_knob("pad_stage", [1, 0], fallback=int(default.pad_stage))
+    cfg.define_knob("fuse_parallel", [PARALLEL_CHANNELS, PARALLEL_BATCH, PARALLEL_ROWS],
+                    fallback=default.fuse_parallel)
+    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE], fallback=default.acc_at)
 
 
-def schedule_output(cfg, s, conv, out, channel_knob: str):
-    """The output tiling both convolution templates share: channels (`channel_knob`),
-    rows (`tile_y`) and columns (`tile_x`) split; the outer loops run in parallel
-    (`fuse_parallel`: PARALLEL_BATCH, PARALLEL_CHANNELS or PARALLEL_ROWS, the batch
-    fused with none, the channel tiles, or the channel and row tiles), the inner channels
-    unrolled and the inner columns vectorized.
-
-    `out` is the kernel's output: the convolution `conv` itself (the template), or the
-    last stage of an elementwise tail over it (a graph kernel), whose stages between are
-    inlined. The local accumulator (a cache of `conv` when `out is conv`, else `conv`
-    itself, stored once through the tail) is computed where `acc_at` says: at the inner
-    row loop (ACC_AT_ROW: it holds one output row of the tile, channels x columns), or at
-    the column-tile loop (ACC_AT_TILE: it holds the whole tile, rows x channels x
-    columns, and the caller unrolls its rows too, so the input rows that neighbouring
-    output rows share are loaded once). Returns the accumulator."""
-    if out is conv:
-        acc = s.cache_write(out, "local")
-    else:
-        ops.inline_tail(s, out, conv)
-        acc = conv
-    n, c, y, x = s[out].op.axis
-    co, ci = cfg[channel_knob].apply(s, out, c)
-    yo, yi = cfg["tile_y"].apply(s, out, y)
-    xo, xi = cfg["tile_x"].apply(s, out, x)
-    s[out].reorder(n, co, yo, xo, yi, ci, xi)
-    fused = [n, co, yo][:cfg["fuse_parallel"].val]
-    par = s[out].fuse(*fused) if len(fused) > 1 else n
-    s[out].parallel(par)
-    s[out].unroll(ci)
-    s[out].vectorize(xi)
-    s[acc].compute_at(s[out], yi if cfg["acc_at"].val == ACC_AT_ROW else xo)
-    return acc
+def direct_choices(cfg, depthwise: bool) -> DirectChoices:
+    """The schedule's choices that `cfg` of either NCHW convolution template sets."""
+    return DirectChoices(
+        cfg["tile_c" if depthwise else "tile_f"].size[-1], cfg["tile_y"].size[-1],
+        cfg["tile_x"].size[-1], None if depthwise else cfg["tile_c"].size[-1],
+        False if depthwise else bool(cfg["window_outer"].val), bool(cfg["unroll_kw"].val),
+        bool(cfg["unroll_kh"].val), bool(cfg["pad_stage"].val), cfg["fuse_parallel"].val,
+        cfg["acc_at"].val)
 
 
 def schedule_conv2d(cfg, s, conv, out) -> None:
-    """Schedule the compiler.ops.conv2d_nchw `conv` by `cfg`, in a kernel whose output is
-    `out`: `conv` itself (the template) or the last stage of an elementwise tail over it
-    (a graph kernel, see schedule_output)."""
-    schedule_padding(cfg, s, conv)
-    OL = schedule_output(cfg, s, conv, out, "tile_f")
-    on, of, oy, ox = s[OL].op.axis
-    rc, ry, rx = s[OL].op.reduce_axis
-    rco, rci = cfg["tile_c"].apply(s, OL, rc)
-    reduction = [ry, rx, rco, rci] if cfg["window_outer"].val else [rco, ry, rx, rci]
-    s[OL].reorder(*reduction, on, oy, of, ox)
-    s[OL].unroll(oy)
-    s[OL].unroll(of)
-    s[OL].vectorize(ox)
-    if cfg["unroll_kw"].val:
-        s[OL].unroll(rx)
-    if cfg["unroll_kh"].val:
-        s[OL].unroll(ry)
+    """Schedule the compiler.ops.conv2d_nchw or depthwise_conv2d_nchw `conv` by `cfg`, in
+    a kernel whose output is `out` (`conv` itself, the template's, or the last stage of
+    an elementwise tail over it, a graph kernel's): compiler.ops' schedule_direct with
+    the config's choices."""
+    schedule_direct(s, out, conv, direct_choices(cfg, len(conv.op.reduce_axis) == 2))
 
 
 def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
@@ -137,36 +106,31 @@ def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
     return out.transpose(0, 3, 1, 2).astype("float32")
 
 
+def _workload(call) -> tuple | None:
+    """An NCHW float32 nn.conv2d of groups 1 whose window the arguments can say."""
+    window = conv_window(call.attrs)
+    if window is None or not float32(call) or call.attrs["data_layout"] != "NCHW" or \
+            call.attrs["groups"] != 1:
+        return None
+    (N, C, H, W), (K, _, R, S) = call.args[0].ty.shape, call.args[1].ty.shape
+    return (N, C, H, W, K, R, S, *window)
+
+
 @template("conv2d_nchw", reference=conv2d_nchw_reference,
-          probes=[(1, 5, 9, 11, 7, 3, 3, 1, 1), (1, 3, 13, 13, 8, 1, 1, 2, 0)])
+          probes=[(1, 5, 9, 11, 7, 3, 3, 1, 1), (1, 3, 13, 13, 8, 1, 1, 2, 0)],
+          binding=Binding("nn.conv2d", _workload,
+                          compute=lambda args, cfg, ins: direct_conv(ins[0], ins[1], *args[7:]),
+                          schedule=lambda args, cfg, s, anchor, out: schedule_conv2d(
+                              cfg, s, anchor, out),
+                          call=conv_call, packable=True))
 def conv2d_nchw(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                 stride: int = 1, padding: int = 0):
     """2-D convolution with zero padding; returns the schedule and [data, kernel, out]."""
     OH, OW = output_size("conv2d_nchw", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((K, C, R, S), name="kernel")
-    # The fallbacks are compiler.ops.schedule_conv2d_nchw's choices, which an untuned
-    # model's convolutions get: up to 8 channels (as many as fit the registers) by the
-    # widest vector of columns that divides the row, one row per tile, the input channels
-    # outside the kernel window's loops, its columns not unrolled (as fast on ResNet-18's
-    # layers; the heuristic fallbacks were about 4% slower on the whole model).
-    channels, columns = ops.conv2d_nchw_tile(K, OW)
-    max_channels, max_rows, max_columns = register_tile_bounds()
-    cfg.define_split("tile_f", K, num_outputs=2, filter=lambda e: e.size[-1] <= max_channels,
-                     fallback=[-1, channels])
-    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= max_rows,
-                     fallback=[-1, 1])
-    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= max_columns,
-                     fallback=[-1, columns])
-    cfg.define_split("tile_c", C, num_outputs=2, fallback=[-1, 1])
-    cfg.define_knob("window_outer", [0, 1])
-    cfg.define_knob("unroll_kw", [1, 0], fallback=0)
-    cfg.define_knob("unroll_kh", [0, 1])
-    cfg.define_knob("pad_stage", [1, 0])
-    cfg.define_knob("fuse_parallel", [PARALLEL_CHANNELS, PARALLEL_BATCH, PARALLEL_ROWS])
-    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE], fallback=ACC_AT_TILE)
-
-    out = ops.conv2d_nchw(data, kernel, stride, padding)
+    define_direct_knobs(cfg, (N, K, OH, OW), False, C)
+    out = direct_conv(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
     schedule_conv2d(cfg, s, out, out)
     return s, [data, kernel, out]

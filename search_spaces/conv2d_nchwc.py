@@ -24,94 +24,68 @@ Knobs:
 - `unroll_kw`: whether the window's columns are unrolled;
 - `pad_stage`: whether the padded input is a stage of its own, in parallel and
   vectorized, or inlined.
-The fallback config is compiler.ops.schedule_conv2d_nchwc's schedule, loop for loop (its
-default_register_tile for the target), so an untuned model runs its packed convolutions
-as fast as before tuning.
+The schedule is compiler.ops.conv2d_nchwc.schedule_packed, which the knobs' values set
+the choices of (`choices_of`); the fallback config is its default_choices for the
+target, the schedule an untuned kernel runs: one schedule, not two kept equal.
 
-One schedule serves the template and a graph kernel (search_spaces/strategies.py): `out`
-is the convolution itself, or the last stage of an elementwise tail over it, which is
-inlined while the convolution becomes the tile's accumulator.
+It serves the template and a graph kernel (search_spaces/strategies.py): `out` is the
+convolution itself, or the last stage of an elementwise tail over it, which is inlined
+while the convolution becomes the tile's accumulator.
 """
 from __future__ import annotations
 
-from compiler import Target, ops, te
-from compiler.ops import conv2d_nchwc as packing
-from compiler.ops.conv2d_nchwc import (conv2d_nchwc as packed_conv, default_register_tile,
+from compiler import Target, te
+from compiler.ops.conv2d_nchwc import (PackedChoices, conv2d_nchwc as packed_conv,
+                                       default_choices,
                                        depthwise_conv2d_nchwc as packed_depthwise,
-                                       register_tiles)
+                                       schedule_packed)
+from compiler.graph.op.conv2d import winograd_of
+from compiler.ops.register_tile import register_tiles
 
 from .conv2d import conv2d_nchw_reference, output_size
 from .depthwise_conv2d import depthwise_conv2d_nchw_reference
+from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
 
 
 def _tile_name(tile) -> str:
-    return f"{tile.rows}x{tile.cols}x{tile.blocks}"
+    return "x".join(str(d) for d in tile)
 
 
 def _define_knobs(cfg, out_shape, in_blocks: int, window: tuple | None) -> None:
     """The knobs of both templates (see the module docstring; `window`: a depthwise
-    convolution's); their fallbacks are compiler.ops.schedule_conv2d_nchwc's choices for
-    the entered target."""
+    convolution's); their fallbacks are compiler.ops' default_choices for the entered
+    target."""
     target = Target.resolve()
+    default = default_choices(target, out_shape, in_blocks, window)
     tiles = register_tiles(target, out_shape, window)
-    cfg.define_knob("register_tile", [_tile_name(t) for t in tiles],
-                    fallback=_tile_name(default_register_tile(target, out_shape, window)))
+    cfg.define_knob("register_tile", [_tile_name((t.rows, t.cols, t.blocks)) for t in tiles],
+                    fallback=_tile_name(default.register_tile))
     if window is None:
-        cfg.define_split("tile_ic", in_blocks, num_outputs=2, fallback=[-1, in_blocks])
-        cfg.define_knob("reduction_order", [0, 1, 2])
-    cfg.define_knob("rows_outer", [0, 1])
-    cfg.define_knob("fuse_parallel", [3, 2])
-    cfg.define_knob("unroll_kw", [0, 1])
-    stage = window is None or packing.DEPTHWISE_PAD_STAGE
-    cfg.define_knob("pad_stage", [1, 0], fallback=1 if stage else 0)
+        cfg.define_split("tile_ic", in_blocks, num_outputs=2,
+                         fallback=[-1, default.ic_inner])
+        cfg.define_knob("reduction_order", [0, 1, 2], fallback=default.reduction_order)
+    cfg.define_knob("rows_outer", [0, 1], fallback=int(default.rows_outer))
+    cfg.define_knob("fuse_parallel", [3, 2], fallback=default.fuse_parallel)
+    cfg.define_knob("unroll_kw", [0, 1], fallback=int(default.unroll_kw))
+    cfg.define_knob("pad_stage", [1, 0], fallback=int(default.pad_stage))
 
 
-def _reduction(cfg, s, acc) -> tuple[list, object]:
-    """The accumulator's reduction loops in the order the config says (outermost first),
-    and the window's column loop among them."""
-    if len(s[acc].op.reduce_axis) == 2:  # depthwise: the window
-        return list(s[acc].op.reduce_axis), s[acc].op.reduce_axis[1]
-    rco, ry, rx, rci = s[acc].op.reduce_axis
-    outer, inner = cfg["tile_ic"].apply(s, acc, rco)
-    return {0: [outer, inner, ry, rx, rci], 1: [ry, rx, outer, inner, rci],
-            2: [outer, ry, rx, inner, rci]}[cfg["reduction_order"].val], rx
+def choices_of(cfg, depthwise: bool) -> PackedChoices:
+    """The schedule's choices that `cfg` sets (a depthwise convolution's have no channel
+    sum to split)."""
+    ic_inner = None if depthwise else cfg["tile_ic"].size[-1]
+    return PackedChoices(
+        tuple(int(v) for v in cfg["register_tile"].val.split("x")), ic_inner,
+        0 if depthwise else cfg["reduction_order"].val,
+        bool(cfg["rows_outer"].val), cfg["fuse_parallel"].val, bool(cfg["unroll_kw"].val),
+        bool(cfg["pad_stage"].val))
 
 
 def schedule_conv2d_nchwc(cfg, s, conv, out) -> None:
     """Schedule the packed convolution `conv` (ordinary or depthwise) by `cfg` in a kernel
-    whose output is `out` (see the module docstring)."""
-    if out is conv:
-        acc = s.cache_write(out, "local")
-    else:
-        ops.inline_tail(s, out, conv)
-        acc = conv
-    for t in acc.op.input_tensors():
-        if t.op.name == "pad" and cfg["pad_stage"].val:
-            n, c, y = s[t].op.axis[:3]
-            s[t].parallel(s[t].fuse(n, c, y))
-            s[t].vectorize(s[t].op.axis[4])
-        elif isinstance(t.op, te.ComputeOp):  # the padding inlined, or a weight packed here
-            s[t].compute_inline()
-    rows, cols, blocks = (int(v) for v in cfg["register_tile"].val.split("x"))
-    o = s[out]
-    n, c, y, x, v = o.op.axis
-    co, ci = o.split(c, factor=blocks)
-    yo, yi = o.split(y, factor=rows)
-    xo, xi = o.split(x, factor=cols)
-    outer = [yo, co] if cfg["rows_outer"].val else [co, yo]
-    o.reorder(n, *outer, xo, ci, yi, xi, v)
-    o.parallel(o.fuse(n, *outer) if cfg["fuse_parallel"].val == 3 else o.fuse(n, outer[0]))
-    o.vectorize(v)
-    s[acc].compute_at(o, xo)
-    an, ac, ay, ax, av = s[acc].op.axis
-    reduction, rx = _reduction(cfg, s, acc)
-    s[acc].reorder(*reduction, an, ay, ax, ac, av)  # one broadcast feeds every block
-    for axis in (ac, ay, ax):
-        s[acc].unroll(axis)
-    s[acc].vectorize(av)
-    if cfg["unroll_kw"].val:
-        s[acc].unroll(rx)
+    whose output is `out`: compiler.ops' schedule_packed with the config's choices."""
+    schedule_packed(s, out, conv, choices_of(cfg, len(conv.op.reduce_axis) == 2))
 
 
 def unpack_data(x):
@@ -137,8 +111,37 @@ def conv2d_nchwc_reference(inputs, N, C, H, W, K, R, S, stride, padding, ic_bloc
     return pack_out(out, oc_block)
 
 
+def packed_call(call):
+    """`(window, data shape, weight shape)` of a float32 nn.conv2d in NCHW[x]c with its
+    weights packed at build time (not Winograd's) whose window the templates' arguments
+    can say, else None."""
+    window = conv_window(call.attrs)
+    weight = call.args[1].ty
+    if window is None or not float32(call) or call.attrs["data_layout"] == "NCHW" or \
+            weight.ndim != 6 or winograd_of(call.attrs["kernel_layout"]) is not None:
+        return None
+    return window, call.args[0].ty.shape, weight.shape
+
+
+def _workload(call) -> tuple | None:
+    """A packed call of groups 1 (packed_call)."""
+    found = packed_call(call)
+    if found is None or call.attrs["groups"] != 1:
+        return None
+    window, (N, CB, H, W, bi), (OB, _, R, S, _, bo) = found
+    return (N, CB * bi, H, W, OB * bo, R, S, *window, bi, bo)
+
+
+def _schedule(args, cfg, s, anchor, out) -> None:
+    schedule_conv2d_nchwc(cfg, s, anchor, out)
+
+
 @template("conv2d_nchwc", reference=conv2d_nchwc_reference,
-          probes=[(1, 16, 9, 11, 16, 3, 3, 1, 1, 8, 8), (1, 8, 13, 13, 16, 1, 1, 2, 0, 8, 16)])
+          probes=[(1, 16, 9, 11, 16, 3, 3, 1, 1, 8, 8), (1, 8, 13, 13, 16, 1, 1, 2, 0, 8, 16)],
+          binding=Binding("nn.conv2d", _workload,
+                          compute=lambda args, cfg, ins: packed_conv(ins[0], ins[1], *args[7:9]),
+                          schedule=_schedule, call=lambda *args: conv_call(*args[:9]),
+                          data_layout=lambda args: f"NCHW{args[9]}c"))
 def conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                  stride: int = 1, padding: int = 0, ic_block: int = 16, oc_block: int = 16):
     """2-D convolution in NCHW[x]c; returns the schedule and [data, kernel, out]."""
@@ -166,8 +169,26 @@ def depthwise_conv2d_nchwc_reference(inputs, N, C, H, W, R, S, stride, padding, 
     return pack_out(out, block)
 
 
+def _depthwise_workload(call) -> tuple | None:
+    """A packed call of one filter per channel, in and out in the same blocks
+    (packed_call)."""
+    found = packed_call(call)
+    if found is None:
+        return None
+    window, (N, CB, H, W, bi), (OB, _, R, S, _, bo) = found
+    if not call.attrs["groups"] == CB * bi == OB * bo or bi != bo:
+        return None
+    return (N, CB * bi, H, W, R, S, *window, bi)
+
+
 @template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference,
-          probes=[(1, 16, 9, 11, 3, 3, 1, 1, 8), (1, 16, 13, 13, 3, 3, 2, 1, 16)])
+          probes=[(1, 16, 9, 11, 3, 3, 1, 1, 8), (1, 16, 13, 13, 3, 3, 2, 1, 16)],
+          binding=Binding(
+              "nn.conv2d", _depthwise_workload,
+              compute=lambda args, cfg, ins: packed_depthwise(ins[0], ins[1], *args[6:8]),
+              schedule=_schedule,
+              call=lambda N, C, H, W, R, S, st, p, b: conv_call(N, C, H, W, C, R, S, st, p, C),
+              data_layout=lambda args: f"NCHW{args[8]}c"))
 def depthwise_conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                            stride: int = 1, padding: int = 0, block: int = 16):
     """Depthwise convolution (multiplier 1) in NCHW[x]c; returns the schedule and

@@ -20,14 +20,14 @@ or tile by tile, the convolution computed at the NCHW output's column-tile loop
 (UNPACK_AT_TILE), so the register tile goes straight to NCHW and no packed output is
 written and read back. The accumulator is computed at the column-tile loop either way.
 The register tile, `tile_ow` columns by `tile_oc` channels, is bounded by the target's
-registers and the fallback is the bounds' tile (search_spaces/register_bounds.py).
+registers and the fallback is the bounds' tile (compiler/ops/register_tile.py).
 """
 from __future__ import annotations
 
 from compiler import ops, te
 
 from .conv2d import conv2d_nchw_reference, output_size
-from .register_bounds import register_bounds
+from compiler.ops.register_tile import register_bounds
 from .registry import template
 
 MIN_CHANNEL_BLOCK = 4  # output channels of a block, unless the block is all of them

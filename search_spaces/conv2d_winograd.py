@@ -10,7 +10,7 @@ prefers it to the direct packed kernel (conv2d_nchwc.py).
 
 Knobs:
 - `bgemm_tile` ("RxB"): the batched GEMM's register tile, R input tiles by B output
-  channel blocks (compiler.ops.conv2d_winograd.winograd_tiles: those that fit the
+  channel blocks (compiler.ops.register_tile.winograd_tiles: those that fit the
   target's registers), one broadcast of the transformed data feeding B weight vectors;
 - `tile_rows`: how many rows of an output tile the output transform computes at once
   (1: m accumulators; m: the whole tile's m * m, where the registers hold them);
@@ -26,12 +26,13 @@ The fallback is compiler.ops.schedule_conv2d_winograd_nchwc's schedule.
 from __future__ import annotations
 
 from compiler import Target, te
+from compiler.graph.op.conv2d import winograd_of
 from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc as winograd_conv,
-                                          default_tile_rows, default_winograd_tile,
-                                          schedule_winograd,
-                                          winograd_conv2d_reference, winograd_tiles)
+                                          schedule_winograd, winograd_conv2d_reference)
+from compiler.ops.register_tile import default_tile_rows, default_winograd_tile, winograd_tiles
 
 from .conv2d_nchwc import pack_out, unpack_data
+from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
 
 
@@ -63,8 +64,27 @@ def conv2d_winograd_nchwc_reference(inputs, N, C, H, W, K, padding, ic_block, oc
     return pack_out(out, oc_block)
 
 
+def _workload(call) -> tuple | None:
+    """A float32 nn.conv2d whose kernel layout is a Winograd transform's (AlterOpLayout
+    gave it), its padding the same on all sides."""
+    window = conv_window(call.attrs)
+    wino = winograd_of(call.attrs["kernel_layout"])
+    if window is None or wino is None or not float32(call):
+        return None
+    (m, bo), (N, CB, H, W, bi) = wino, call.args[0].ty.shape
+    return (N, CB * bi, H, W, call.args[1].ty.shape[2] * bo, window[1], bi, bo, m)
+
+
 @template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference,
-          probes=[(1, 8, 8, 8, 8, 1, 8, 8, 4)])
+          probes=[(1, 8, 8, 8, 8, 1, 8, 8, 4)],
+          binding=Binding(
+              "nn.conv2d", _workload,
+              compute=lambda args, cfg, ins: winograd_conv(ins[0], ins[1], args[8],
+                                                           (args[5],) * 4),
+              schedule=lambda args, cfg, s, anchor, out: schedule_conv2d_winograd(
+                  cfg, s, anchor, out),
+              call=lambda N, C, H, W, K, p, bi, bo, m: conv_call(N, C, H, W, K, 3, 3, 1, p),
+              data_layout=lambda args: f"NCHW{args[6]}c"))
 def conv2d_winograd_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, padding: int = 1,
                           ic_block: int = 16, oc_block: int = 16, tile_size: int = 4):
     """3x3, stride 1 convolution by Winograd in NCHW[x]c; returns the schedule and

@@ -5,37 +5,19 @@ Knobs: tiles of the channels (`tile_c`, the inner part unrolled in the register 
 of the output rows (`tile_y`) and of the output columns (`tile_x`, the inner part is the
 vector width), whether the kernel window's rows and columns are unrolled, whether the
 padded input is a separate stage or inlined, how many outer loops run in parallel, and
-where the local accumulator is computed (`acc_at`, as in conv2d.schedule_output). The
-register tile is bounded as conv2d_nchw's (conv2d.register_tile_bounds), and the
-fallback tile is compiler.ops.conv2d_nchw_tile's (channels by one vector of columns, the
-accumulator at the row).
+where the local accumulator is computed (`acc_at`): conv2d_nchw's knobs but the input
+channels' split, setting the choices of the same schedule (compiler.ops.schedule_direct)
+and bounded the same way; the fallback is compiler.ops' default_choices for a depthwise
+convolution (channels by one vector of columns, as many rows as fit, the accumulator at
+the row).
 """
 from __future__ import annotations
 
 from compiler import ops, te
 
-from .conv2d import (ACC_AT_ROW, ACC_AT_TILE, PARALLEL_BATCH, PARALLEL_CHANNELS, PARALLEL_ROWS,
-                     kernel_windows, output_size, register_tile_bounds, schedule_output,
-                     schedule_padding)
+from .conv2d import define_direct_knobs, kernel_windows, output_size, schedule_conv2d
+from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
-
-
-def schedule_depthwise_conv2d(cfg, s, conv, out) -> None:
-    """Schedule the compiler.ops.depthwise_conv2d_nchw `conv` by `cfg`, in a kernel whose
-    output is `out`: `conv` itself (the template) or the last stage of an elementwise
-    tail over it (a graph kernel, see conv2d.schedule_output)."""
-    schedule_padding(cfg, s, conv)
-    OL = schedule_output(cfg, s, conv, out, "tile_c")
-    on, oc, oy, ox = s[OL].op.axis
-    ry, rx = s[OL].op.reduce_axis
-    s[OL].reorder(ry, rx, on, oy, oc, ox)
-    s[OL].unroll(oy)
-    s[OL].unroll(oc)
-    s[OL].vectorize(ox)
-    if cfg["unroll_kw"].val:
-        s[OL].unroll(rx)
-    if cfg["unroll_kh"].val:
-        s[OL].unroll(ry)
 
 
 def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
@@ -48,8 +30,27 @@ def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
     return out.astype("float32")
 
 
+def _workload(call) -> tuple | None:
+    """An NCHW float32 nn.conv2d of one filter per channel (groups = channels = outputs),
+    whose window the arguments can say; OIHW (C, 1, R, S) is the template's kernel."""
+    window = conv_window(call.attrs)
+    if window is None or not float32(call) or call.attrs["data_layout"] != "NCHW":
+        return None
+    (N, C, H, W), (K, per_group, R, S) = call.args[0].ty.shape, call.args[1].ty.shape
+    if not call.attrs["groups"] == C == K or per_group != 1:
+        return None
+    return (N, C, H, W, R, S, *window)
+
+
 @template("depthwise_conv2d_nchw", reference=depthwise_conv2d_nchw_reference,
-          probes=[(1, 7, 9, 11, 3, 3, 1, 1), (1, 5, 13, 13, 3, 3, 2, 0)])
+          probes=[(1, 7, 9, 11, 3, 3, 1, 1), (1, 5, 13, 13, 3, 3, 2, 0)],
+          binding=Binding(
+              "nn.conv2d", _workload,
+              compute=lambda args, cfg, ins: ops.depthwise_conv2d_nchw(ins[0], ins[1],
+                                                                       *args[6:]),
+              schedule=lambda args, cfg, s, anchor, out: schedule_conv2d(cfg, s, anchor, out),
+              call=lambda N, C, H, W, R, S, st, p: conv_call(N, C, H, W, C, R, S, st, p, C),
+              packable=True))
 def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                           stride: int = 1, padding: int = 0):
     """Depthwise 2-D convolution, zero padding; returns the schedule and
@@ -57,21 +58,8 @@ def depthwise_conv2d_nchw(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
     OH, OW = output_size("depthwise_conv2d_nchw", H, W, R, S, stride, padding)
     data = te.placeholder((N, C, H, W), name="data")
     kernel = te.placeholder((C, 1, R, S), name="kernel")
-    channels, columns = ops.conv2d_nchw_tile(C, OW)
-    max_channels, max_rows, max_columns = register_tile_bounds()
-    cfg.define_split("tile_c", C, num_outputs=2, filter=lambda e: e.size[-1] <= max_channels,
-                     fallback=[-1, channels])
-    cfg.define_split("tile_y", OH, num_outputs=2, filter=lambda e: e.size[-1] <= max_rows,
-                     fallback=[-1, ops.largest_divisor(OH, max_rows)])
-    cfg.define_split("tile_x", OW, num_outputs=2, filter=lambda e: e.size[-1] <= max_columns,
-                     fallback=[-1, columns])
-    cfg.define_knob("unroll_kw", [1, 0])
-    cfg.define_knob("unroll_kh", [0, 1])
-    cfg.define_knob("pad_stage", [1, 0])
-    cfg.define_knob("fuse_parallel", [PARALLEL_CHANNELS, PARALLEL_BATCH, PARALLEL_ROWS])
-    cfg.define_knob("acc_at", [ACC_AT_ROW, ACC_AT_TILE])
-
+    define_direct_knobs(cfg, (N, C, OH, OW), True)
     out = ops.depthwise_conv2d_nchw(data, kernel, stride, padding)
     s = te.create_schedule(out.op)
-    schedule_depthwise_conv2d(cfg, s, out, out)
+    schedule_conv2d(cfg, s, out, out)
     return s, [data, kernel, out]

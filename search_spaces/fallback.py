@@ -6,7 +6,8 @@ vector register of the target the space is built for (so it can be vectorized: 1
 float32 lanes with AVX-512, 8 with AVX2), the parts above it a few iterations (a small
 register or cache block). Knobs turn these wishes into one of their own values
 (`nearest_split`), so a fallback is always a point of the space; a template that knows
-better passes `fallback=` to its define_* call (the register tiles of register_bounds.py).
+better passes `fallback=` to its define_* call (the register tiles of
+compiler/ops/register_tile.py).
 """
 from __future__ import annotations
 

@@ -14,11 +14,14 @@ candidates registered in strategies.py).
 """
 from __future__ import annotations
 
-from compiler import te
+from compiler import graph, te
 from compiler.contrib.cblas import library_ir, library_object
 
 from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference
+from compiler.contrib.cblas import computes
+
+from .binding import Binding, conv_call, dense_call, float32, matmul_call
 from .registry import template
 
 LIBRARY = "cblas"
@@ -48,9 +51,47 @@ def _gemm(batch, m, n, k, trans_b):
     return {"batch": batch, "m": m, "n": n, "k": k, "trans_a": False, "trans_b": trans_b}
 
 
+def _dense_workload(call) -> tuple | None:
+    """A float32 nn.dense of 2-D data."""
+    data, weight = (a.ty for a in call.args)
+    if data.ndim != 2 or not float32(call):
+        return None
+    return (data.shape[0], weight.shape[0], data.shape[1])
+
+
+def _matmul_workload(call) -> tuple | None:
+    """A float32 matmul of 2-D operands."""
+    a, b = (a.ty for a in call.args)
+    if a.ndim != 2 or b.ndim != 2 or not float32(call):
+        return None
+    return (a.shape[0], b.shape[1], a.shape[1])
+
+
+def _batch_matmul_workload(call) -> tuple | None:
+    """A float32 nn.batch_matmul."""
+    if not float32(call):
+        return None
+    (batch, M, K), N = call.args[0].ty.shape, call.args[1].ty.shape[1]
+    return (batch, M, N, K)
+
+
+def _batch_matmul_call(batch, M, N, K):
+    a, b = graph.var("a", shape=(batch, M, K)), graph.var("b", shape=(batch, N, K))
+    return [a, b], graph.nn.batch_matmul(a, b)
+
+
+def _conv2d_1x1_workload(call) -> tuple | None:
+    """A 1x1, stride 1, unpadded float32 NCHW nn.conv2d that compiler.contrib.cblas
+    computes."""
+    if not computes(call):
+        return None
+    (N, C, H, W), K = call.args[0].ty.shape, call.args[1].ty.shape[0]
+    return (N, C, H, W, K)
+
+
 @template("dense_cblas", reference=dense_reference,
           library=_GemmLibrary(lambda M, N, K: _gemm(1, M, N, K, True)),
-          probes=[(7, 13, 37)])
+          probes=[(7, 13, 37)], binding=Binding("nn.dense", _dense_workload, call=dense_call))
 def dense_cblas(cfg, M: int, N: int, K: int):
     """Y = X @ W.T by cblas_sgemm; returns the (unused) schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -66,7 +107,7 @@ def _matmul_reference(inputs, M, N, K):
 
 @template("matmul_cblas", reference=_matmul_reference,
           library=_GemmLibrary(lambda M, N, K: _gemm(1, M, N, K, False)),
-          probes=[(7, 13, 37)])
+          probes=[(7, 13, 37)], binding=Binding("matmul", _matmul_workload, call=matmul_call))
 def matmul_cblas(cfg, M: int, N: int, K: int):
     """C = A @ B by cblas_sgemm; returns the (unused) schedule and [A, B, C]."""
     A = te.placeholder((M, K), name="A")
@@ -84,7 +125,8 @@ def batch_matmul_cblas_reference(inputs, batch, M, N, K):
 
 @template("batch_matmul_cblas", reference=batch_matmul_cblas_reference,
           library=_GemmLibrary(lambda batch, M, N, K: _gemm(batch, M, N, K, True)),
-          probes=[(2, 7, 13, 37)])
+          probes=[(2, 7, 13, 37)],
+          binding=Binding("nn.batch_matmul", _batch_matmul_workload, call=_batch_matmul_call))
 def batch_matmul_cblas(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b].T (the graph's nn.batch_matmul) by cblas_sgemm; returns the
     (unused) schedule and [A, B, C]."""
@@ -103,7 +145,9 @@ def _conv2d_1x1_reference(inputs, N, C, H, W, K):
 @template("conv2d_1x1_cblas", reference=_conv2d_1x1_reference,
           library=_GemmLibrary(lambda N, C, H, W, K: {
               **_gemm(N, K, H * W, C, False), "operands": [1, 0], "stride_a": 0}),
-          probes=[(1, 5, 7, 7, 13)])
+          probes=[(1, 5, 7, 7, 13)],
+          binding=Binding("nn.conv2d", _conv2d_1x1_workload,
+                          call=lambda N, C, H, W, K: conv_call(N, C, H, W, K, 1, 1, 1, 0)))
 def conv2d_1x1_cblas(cfg, N: int, C: int, H: int, W: int, K: int):
     """A 1x1 convolution, stride 1, no padding (out[n] = weight x data[n]) by
     cblas_sgemm; returns the (unused) schedule and [data, weight, out]."""

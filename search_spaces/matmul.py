@@ -15,7 +15,7 @@
 Knobs: a three-level tiling of the rows (`tile_x`: outer, middle, and the register rows
 that are unrolled) and a two-level tiling of the columns (`tile_y`: the inner part is
 the vector width of the accumulator tile), the register tile bounded by the target's
-vector registers (search_spaces/register_bounds.py), the reduction split (`tile_k`, its
+vector registers (compiler/ops/register_tile.py), the reduction split (`tile_k`, its
 inner loop, up to MAX_K_TILE, optionally unrolled), whether and where the right operand
 is packed into column panels (`pack_b`: 1 all at once before the product, 2 at the outer
 parallel loop, so each iteration packs the panels it reads just before reading them, 0
@@ -34,7 +34,8 @@ from compiler import ops, te
 from compiler.graph.op.nn import unpack_dense_weight
 
 from .fallback import MIDDLE_TILE
-from .register_bounds import register_bounds
+from compiler.ops.register_tile import register_bounds
+from .binding import Binding, dense_call, float32, matmul_call
 from .registry import template
 
 NO_PACK, PACK_AT_ROOT, PACK_AT_OUTER = 0, 1, 2  # values of the pack_b knob
@@ -61,7 +62,7 @@ def _register_tile(M: int, N: int, panel: int | None, gathered: bool):
 def _define_knobs(cfg, M: int, N: int, K: int, panel: int | None = None,
                   gathered: bool = False) -> None:
     """The knobs. The register tile (tile_x's rows by tile_y's columns) is bounded by
-    the target's registers (register_bounds.py), and the fallback is the bounds' tile,
+    the target's registers (compiler/ops/register_tile.py), and the fallback is the bounds' tile,
     the bounds made for tiles at most GATHER_COLUMNS wide when `gathered` (the right
     operand is packed from its transpose); with `panel` (dense_pack: the weights come
     packed in panels of that many columns) the column tile is the panel, the rows as
@@ -132,7 +133,22 @@ def matmul_reference(inputs, M, N, K, dtype):
     return (A.astype("float64") @ B).astype(dtype)
 
 
-@template("matmul", reference=matmul_reference, probes=[(7, 13, 37), (32, 48, 16)])
+def _matmul_workload(call) -> tuple | None:
+    """A matmul of 2-D operands of one float dtype (float32 or float64)."""
+    a, b = (a.ty for a in call.args)
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in ("float32",
+                                                                         "float64"):
+        return None
+    (M, K), N = a.shape, b.shape[1]
+    return (M, N, K, a.dtype)
+
+
+@template("matmul", reference=matmul_reference, probes=[(7, 13, 37), (32, 48, 16)],
+          binding=Binding("matmul", _matmul_workload,
+                          compute=lambda args, cfg, ins: matmul_compute(cfg, *ins),
+                          schedule=lambda args, cfg, s, anchor, out: schedule_matmul(
+                              cfg, s, anchor, out),
+                          call=matmul_call))
 def matmul(cfg, M: int, N: int, K: int, dtype: str = "float32"):
     """C = A @ B; returns the schedule and [A, B, C]."""
     A = te.placeholder((M, K), name="A", dtype=dtype)
@@ -190,7 +206,22 @@ def dense_reference(inputs, M, N, K):
     return (X.astype("float64") @ W.T).astype("float32")
 
 
-@template("dense", reference=dense_reference, probes=[(7, 13, 37)])
+def _dense_workload(call) -> tuple | None:
+    """A float32 nn.dense of 2-D data."""
+    data, weight = (a.ty for a in call.args)
+    if data.ndim != 2 or not float32(call):
+        return None
+    return (data.shape[0], weight.shape[0], data.shape[1])
+
+
+def _schedule_dense(args, cfg, s, anchor, out) -> None:
+    schedule_dense(cfg, s, anchor, out)
+
+
+@template("dense", reference=dense_reference, probes=[(7, 13, 37)],
+          binding=Binding("nn.dense", _dense_workload,
+                          compute=lambda args, cfg, ins: dense_compute(cfg, *ins),
+                          schedule=_schedule_dense, call=dense_call))
 def dense(cfg, M: int, N: int, K: int):
     """Y = X @ W.T; returns the schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")
@@ -208,7 +239,19 @@ def dense_pack_reference(inputs, M, N, K, block):
     return (X.astype("float64") @ unpack_dense_weight(packed).T).astype("float32")
 
 
-@template("dense_pack", reference=dense_pack_reference, probes=[(7, 16, 37, 8)])
+def _dense_pack_workload(call) -> tuple | None:
+    """A float32 nn.contrib_dense_pack (a dense whose weights AlterOpLayout packed)."""
+    if not float32(call):
+        return None
+    (M, K), (panels, _, block) = (a.ty.shape for a in call.args)
+    return (M, panels * block, K, block)
+
+
+@template("dense_pack", reference=dense_pack_reference, probes=[(7, 16, 37, 8)],
+          binding=Binding("nn.contrib_dense_pack", _dense_pack_workload,
+                          compute=lambda args, cfg, ins: ops.dense_pack(*ins),
+                          schedule=_schedule_dense,
+                          call=lambda M, N, K, block: dense_call(M, N, K)))
 def dense_pack(cfg, M: int, N: int, K: int, block: int):
     """Y = X @ W.T, W packed (N / block, K, block); returns the schedule and [X, Wp, Y]."""
     if block < 1 or N % block:
@@ -272,7 +315,22 @@ def schedule_batch_matmul(cfg, s, product, out) -> None:
     _schedule(cfg, s, out, acc, packed, batch_axes=(s[out].op.axis[0],))
 
 
-@template("batch_matmul", reference=batch_matmul_reference, probes=[(2, 7, 13, 37)])
+def _batch_matmul_workload(call) -> tuple | None:
+    """A matmul of 3-D float32 operands of one batch extent (attention's products, as the
+    ONNX importer writes them)."""
+    a, b = (a.ty for a in call.args)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or not float32(call):
+        return None
+    (batch, M, K), N = a.shape, b.shape[2]
+    return (batch, M, N, K)
+
+
+@template("batch_matmul", reference=batch_matmul_reference, probes=[(2, 7, 13, 37)],
+          binding=Binding("matmul", _batch_matmul_workload,
+                          compute=lambda args, cfg, ins: batch_matmul_compute(cfg, *ins),
+                          schedule=lambda args, cfg, s, anchor, out: schedule_batch_matmul(
+                              cfg, s, anchor, out),
+                          call=lambda batch, M, N, K: matmul_call(M, N, K, batch=(batch,))))
 def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b] (attention's products); returns the schedule and [A, B, C]."""
     A = te.placeholder((batch, M, K), name="A")

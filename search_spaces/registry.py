@@ -30,6 +30,7 @@ import numpy as np
 
 from compiler import Target
 
+from .binding import Binding
 from .errors import SpaceError, did_you_mean
 from .config_space import ConfigSpace
 
@@ -128,6 +129,8 @@ class Template:
         tensors, target)` -> the object code of the library's kernel on the template's
         tensors, which tuning measures instead of building the schedule; None for the
         others.
+    binding: how it serves a graph op (binding.py), or None for a template no graph op
+        uses (an operator's template, the blur).
     """
     name: str
     fn: Callable
@@ -136,6 +139,7 @@ class Template:
     reference: Callable | None = field(default=None, compare=False)
     library: Callable | None = field(default=None, compare=False)
     probes: tuple = field(default=(), compare=False)
+    binding: Binding | None = field(default=None, compare=False)
     _spaces: dict = field(default_factory=dict, compare=False, repr=False)
 
     def bind(self, args: tuple) -> tuple:
@@ -202,7 +206,7 @@ class Template:
 
 
 def template(name: str, reference: Callable | None = None, library: Callable | None = None,
-             probes: tuple = ()):
+             probes: tuple = (), binding: Binding | None = None):
     """Decorator: register `fn(cfg, *args) -> (schedule, tensors)` as template `name`;
     returns the Template (see the module docstring for its `.version`).
 
@@ -216,6 +220,9 @@ def template(name: str, reference: Callable | None = None, library: Callable | N
 
     probes: argument tuples (small, odd workloads that take the template's branches)
     at which its generated code is fingerprinted for its version.
+
+    binding: how the template serves a graph op (binding.Binding): the strategies, `log
+    best`'s workload calls and task extraction read it.
 
     The parameters after `cfg` must be positional; instantiate passes them in order.
     Registering the same function again (a module reload) replaces it; another
@@ -240,7 +247,8 @@ def template(name: str, reference: Callable | None = None, library: Callable | N
                              f"{old.fn.__module__}.{old.fn.__qualname__}")
         version = _RECORDED.get(name) if probes else None
         tmpl = Template(name, fn, inspect.Signature(params[1:]),
-                        version or _source_version(fn), reference, library, tuple(probes))
+                        version or _source_version(fn), reference, library, tuple(probes),
+                        binding)
         _TEMPLATES[name] = tmpl
         return tmpl
 
@@ -266,3 +274,10 @@ def templates() -> dict[str, str]:
     """Registered template names -> their argument signatures, e.g.
     {"matmul": "(M: int, N: int, K: int, dtype: str = 'float32')"}."""
     return {name: str(_TEMPLATES[name].signature) for name in sorted(_TEMPLATES)}
+
+
+def bound_templates(op_name: str | None = None) -> list[Template]:
+    """The templates with a binding (binding.py), of graph op `op_name` (None: of any op),
+    in the order they were registered."""
+    return [t for t in _TEMPLATES.values()
+            if t.binding is not None and (op_name is None or op_name in t.binding.ops)]

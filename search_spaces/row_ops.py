@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler import Target, ops, te
+from compiler import Target, graph, ops, te
 from compiler.ops.schedule import PARALLEL_MIN_WORK
 from compiler.ops.shape import static
 
+from .binding import Binding, float32
 from .registry import template
 
 MAX_ROWS = 64
@@ -136,21 +137,67 @@ def _softmax_kernel(cfg, shape, compute):
     return s, [x, out]
 
 
-@template("softmax", reference=softmax_reference, probes=[((7, 37),)])
+def _softmax_workload(call) -> tuple | None:
+    """A float32 softmax (or log_softmax) over the last axis of two axes or more."""
+    data = call.args[0].ty
+    if data.ndim < 2 or call.attrs["axis"] % data.ndim != data.ndim - 1 or \
+            not float32(call):
+        return None
+    return (tuple(data.shape),)
+
+
+def _softmax_call(op):
+    def call(shape):
+        x = graph.var("data", shape=shape)
+        return [x], op(x)
+    return call
+
+
+def _schedule_last(args, cfg, s, anchor, out) -> None:
+    schedule_rows(cfg, s, out, len(args[0]) - 1)
+
+
+@template("softmax", reference=softmax_reference, probes=[((7, 37),)],
+          binding=Binding("nn.softmax", _softmax_workload,
+                          compute=lambda args, cfg, ins: ops.softmax(ins[0], -1),
+                          schedule=_schedule_last, call=_softmax_call(graph.nn.softmax)))
 def softmax(cfg, shape: tuple):
     """softmax over the last axis of a float32 `shape` tensor (two axes at least);
     returns the schedule and [x, y]."""
     return _softmax_kernel(cfg, shape, ops.softmax)
 
 
-@template("log_softmax", reference=log_softmax_reference, probes=[((7, 37),)])
+@template("log_softmax", reference=log_softmax_reference, probes=[((7, 37),)],
+          binding=Binding("nn.log_softmax", _softmax_workload,
+                          compute=lambda args, cfg, ins: ops.log_softmax(ins[0], -1),
+                          schedule=_schedule_last, call=_softmax_call(graph.nn.log_softmax)))
 def log_softmax(cfg, shape: tuple):
     """log_softmax over the last axis of a float32 `shape` tensor (two axes at least);
     returns the schedule and [x, y]."""
     return _softmax_kernel(cfg, shape, ops.log_softmax)
 
 
-@template("layer_norm", reference=layer_norm_reference, probes=[((7, 37), -1, 1e-5)])
+def _layer_norm_workload(call) -> tuple | None:
+    """A float32 nn.layer_norm with rows (its axis not the first)."""
+    data = call.args[0].ty
+    axis = call.attrs["axis"] % data.ndim
+    if axis == 0 or not float32(call):
+        return None
+    return (tuple(data.shape), axis, call.attrs["epsilon"])
+
+
+def _layer_norm_call(shape, axis, epsilon):
+    x = graph.var("data", shape=shape)
+    gamma, beta = (graph.const(np.zeros(shape[axis:], "float32")) for _ in range(2))
+    return [x], graph.nn.layer_norm(x, gamma, beta, axis, epsilon)
+
+
+@template("layer_norm", reference=layer_norm_reference, probes=[((7, 37), -1, 1e-5)],
+          binding=Binding("nn.layer_norm", _layer_norm_workload,
+                          compute=lambda args, cfg, ins: ops.layer_norm(*ins, *args[1:]),
+                          schedule=lambda args, cfg, s, anchor, out: schedule_rows(
+                              cfg, s, out, args[1]),
+                          call=_layer_norm_call))
 def layer_norm(cfg, shape: tuple, axis: int, epsilon: float):
     """Layer norm of a float32 `shape` tensor over its axes from `axis` on (1 at least);
     returns the schedule and [x, gamma, beta, y]."""

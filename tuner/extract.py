@@ -47,11 +47,9 @@ from compiler.graph.alter_op_layout import block_forms
 from compiler.graph.functor import post_order
 from compiler.graph.strategy import candidates
 from search_spaces.library import LIBRARY
+from search_spaces.registry import bound_templates
 
 from .task import Task
-
-NCHW_CONVOLUTIONS = ("conv2d_nchw", "depthwise_conv2d_nchw")
-"""The templates of convolutions that AlterOpLayout may pack instead."""
 
 LIBRARIES = (LIBRARY,)
 """The external codegens that compete with tuned kernels through templates of theirs."""
@@ -71,11 +69,12 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     with Target(target), graph.build_scope() as ctx:  # as the build will have them
         counts = _workloads(graph.optimize(mod, params, external=compilers))
         if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
+            packable = {t.name for t in bound_templates() if t.binding.packable}
             unpacked = dataclasses.replace(ctx, instruments=(),
                                            disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
             with unpacked:
                 for workload, n in _workloads(graph.optimize(mod, params)).items():
-                    if workload not in counts and workload[0] in NCHW_CONVOLUTIONS:
+                    if workload not in counts and workload[0] in packable:
                         counts[workload] = n
         if blocks and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
             for workload, n in _block_workloads(graph.prepare(mod, params)).items():

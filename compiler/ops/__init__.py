@@ -24,7 +24,7 @@ target's vector registers, and the tile a kernel without tuning uses
 """
 from .broadcast import add, bias_add, divide, multiply, subtract
 from .conv2d import conv2d_nchw, conv2d_nhwc, group_conv2d_nchw
-from .conv2d_schedule import conv2d_nchw_tile, schedule_conv2d_nchw
+from .conv2d_schedule import schedule_conv2d_nchw
 from .dilate import dilate
 from .depthwise_conv2d import depthwise_conv2d_nchw
 from .elemwise import clip, exp, log, relu, sigmoid, tanh
@@ -34,8 +34,8 @@ from .pattern import OpPattern, pattern_kind, pattern_of, register_pattern
 from .pooling import avg_pool2d, max_pool2d, pooled_extent
 from .resize import resize2d
 from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names, as ops.sum
-from .register_tile import (fits, max_rows, register_tile, vector_width, vectorize_columns,
-                            vectors)
+from .register_tile import (conv2d_nchw_tile, fits, max_rows, register_tile, vector_width,
+                            vectorize_columns, vectors)
 from .schedule import default_schedule
 from .shape import OpError, divisors, get_const_tuple, largest_divisor
 from .layer_norm import layer_norm

@@ -12,7 +12,7 @@ keeps the NCHW kernel (conv2d_schedule.py) at about half of the peak on ResNet's
 
 The schedule: the output (the tail's last stage; the tail is elementwise in the same
 layout and inlined) is tiled by a register tile (RegisterTile) of a few rows, columns
-and channel blocks, sized to the target's vector registers (default_register_tile); the
+and channel blocks, sized to the target's vector registers (register_tile.py); the
 convolution is computed at each tile into a tile-sized accumulator with its reduction
 (input-channel blocks, the window, the channels in a block) outside the tile's loops,
 so the accumulator stays in vector registers, and the tile's blocks innermost, so one
@@ -20,7 +20,10 @@ broadcast input value feeds the FMAs of every block (as ONNX Runtime's MLAS kern
 on AVX2, 16 registers hold e.g. 4 columns x 3 blocks of 8 channels); the batch,
 channel-block and row tiles are fused and run in parallel; an ordinary convolution's
 padded input is a stage of its own, computed in parallel, while a depthwise one reads
-its input in place, the border tested (DEPTHWISE_PAD_STAGE).
+its input in place, the border tested (DEPTHWISE_PAD_STAGE). Those are the schedule's
+default choices (PackedChoices): one schedule, schedule_packed, runs an untuned kernel
+with them and a tuned one with the choices its template's config sets
+(search_spaces/conv2d_nchwc.py, whose fallback config is the defaults).
 """
 from __future__ import annotations
 
@@ -32,71 +35,9 @@ from ..schedule.schedule import Schedule, create_schedule
 from ..target import Target
 from .pad import pad_hw
 from .pattern import OpPattern, register_pattern
+from .register_tile import default_register_tile
 from .shape import OpError, check_tensor, shape_str, static_shape, window2d
 from .tail import inline_tail
-
-MAX_TILE_ROWS = 4
-"""Output rows a register tile may span (unrolled, like its columns)."""
-
-
-@dataclass(frozen=True)
-class RegisterTile:
-    """A register tile of a packed convolution: `rows` x `cols` output positions of
-    `blocks` channel blocks, each block `vectors` vector registers wide; it holds
-    rows * cols * blocks * vectors accumulators. `weights`: the weight vectors of a
-    block that stay in registers while the tile is computed (one for an ordinary
-    convolution, whose weights change with every input channel; the whole window for a
-    depthwise one, whose few weights the compiler keeps for the whole row). `operands`:
-    the other registers a step needs (one broadcast input value; a depthwise step's
-    input vector and, its padding read in place, the border's zero and mask)."""
-    rows: int
-    cols: int
-    blocks: int
-    vectors: int
-    weights: int = 1
-    operands: int = 1
-
-    @property
-    def accumulators(self) -> int:
-        """Vector registers the tile's partial sums occupy."""
-        return self.rows * self.cols * self.blocks * self.vectors
-
-    @property
-    def registers(self) -> int:
-        """Registers the kernel needs: the accumulators, the weight vectors it holds for
-        every block, and its other operands."""
-        return self.accumulators + self.blocks * self.vectors * self.weights + self.operands
-
-
-def register_tiles(target: Target, out_shape, window: tuple | None = None) -> list[RegisterTile]:
-    """Every register tile of a packed convolution with output (N, K/y, OH, OW, y) that
-    fits `target`'s vector registers: up to MAX_TILE_ROWS rows, any number of columns
-    (those that do not divide OH or OW leave a smaller tile at the edge), channel blocks
-    dividing K/y. `window` (KH, KW) for a depthwise convolution: one block per tile (the
-    blocks share no input), its window's weights held. When nothing fits (a depthwise
-    window of wide blocks on few registers), the one-position tile."""
-    _, out_blocks, oh, ow, block = (int(d) for d in out_shape)
-    vectors = -(-block // target.vector_lanes)
-    weights = 1 if window is None else window[0] * window[1]
-    blocks = [1] if window else [b for b in range(1, out_blocks + 1) if out_blocks % b == 0]
-    operands = 1 if window is None else 3
-    tiles = [RegisterTile(r, c, b, vectors, weights, operands)
-             for r in range(1, min(oh, MAX_TILE_ROWS) + 1)
-             for c in range(1, ow + 1) for b in blocks]
-    return [t for t in tiles if t.registers <= target.vector_registers] or tiles[:1]
-
-
-WEIGHT_VECTORS = 2
-"""Weight vectors an untuned ordinary convolution's tile multiplies each broadcast input
-by (its blocks x vectors per block): one broadcast then feeds two FMAs, and the weights
-come from two streams. Measured on a Zen 5 (AVX-512, ResNet-18's 3x3 layers, 2 cores):
-tiles of two 16-channel blocks ran at 480-510 GFLOPS, of four blocks (fewer broadcasts
-per FMA, four weight streams) at 300-470, of one block at about 370; AVX2 code (8-channel
-blocks) on the same CPU: two blocks 12 accumulators 240-256 GFLOPS, four blocks 196-226.
-Where the output's blocks allow one or three (24 or 144 channels in blocks of 8 or 16,
-MobileNetV2's), three won: 1x7x3 / 1x8x3 ran at 250 / 480 GFLOPS where 1x28x1 ran at 210 /
-440 (its 1x1 layers at 56x56, 2 cores)."""
-
 
 DEPTHWISE_PAD_STAGE = False
 """Whether an untuned depthwise convolution pads its input as a stage of its own (a
@@ -107,32 +48,44 @@ stage, 1.2-2.5x faster than the untuned config; untuned without it, the whole mo
 10% faster."""
 
 
-def default_register_tile(target: Target, out_shape, window: tuple | None = None
-                          ) -> RegisterTile:
-    """The tile an untuned kernel uses: rows that divide the output's (edge tiles on rows
-    and columns both spill; a depthwise convolution's columns divide too), weight vectors
-    nearest WEIGHT_VECTORS (a depthwise convolution has its one block), then the most
-    accumulators that do useful work (a column tile that does not divide the width
-    computes its last tile in part), the fewest wasted columns, the fewest rows. Of two
-    weight-vector counts equally near WEIGHT_VECTORS, the larger (see there).
+@dataclass(frozen=True)
+class PackedChoices:
+    """The choices of a packed convolution's schedule (schedule_packed): what the
+    template's knobs of the same names set (search_spaces/conv2d_nchwc.py) and what an
+    untuned kernel takes (default_choices), so both run one schedule.
 
-    A depthwise convolution, its padding read in place (DEPTHWISE_PAD_STAGE), takes one
-    row of fewer accumulators than half the registers: with the border's tests the
-    compiler spilled tiles of several rows (2x8 on AVX-512: 56 vector moves to the
-    stack) and a row of 16 columns, and ran them 1.2-1.9x slower than one row of 14
-    (MobileNetV2's layers, AVX-512, 2 cores)."""
-    _, _, oh, ow, _ = (int(d) for d in out_shape)
-    tiles = register_tiles(target, out_shape, window)
-    if window is not None and not DEPTHWISE_PAD_STAGE:
-        tiles = [t for t in tiles if t.rows == 1
-                 and 2 * t.accumulators < target.vector_registers] or tiles[:1]
-    whole = [t for t in tiles if oh % t.rows == 0 and (window is None or ow % t.cols == 0)]
+    register_tile: (rows, columns, channel blocks) of the output tile accumulated in
+        registers (register_tile.register_tiles);
+    ic_inner: input-channel blocks in the inner part of the reduction's split (an
+        ordinary convolution's; None for a depthwise one, which has no channel sum);
+    reduction_order: how the two parts and the window nest (0: the channel parts
+        outside the window, 1: the window outermost, 2: the window between them);
+    rows_outer: the row tiles outside the channel-block tiles (the input rows stay in
+        cache across output channels) rather than inside (the weights stay);
+    fuse_parallel: outer loops fused into the parallel one (3: batch and both tile
+        loops; 2: batch and the outer one);
+    unroll_kw: the window's columns unrolled;
+    pad_stage: the padded input a stage of its own, in parallel and vectorized (else
+        read in place, its border tested)."""
+    register_tile: tuple[int, int, int]
+    ic_inner: int | None = None
+    reduction_order: int = 0
+    rows_outer: bool = False
+    fuse_parallel: int = 3
+    unroll_kw: bool = False
+    pad_stage: bool = True
 
-    def cost(t: RegisterTile) -> tuple:
-        used = ow / (-(-ow // t.cols) * t.cols)
-        return (abs(t.blocks * t.vectors - WEIGHT_VECTORS), -t.blocks * t.vectors,
-                -round(t.accumulators * used, 6), -used, t.rows)
-    return min(whole or tiles, key=cost)
+
+def default_choices(target: Target, out_shape, in_blocks: int,
+                    window: tuple | None = None) -> PackedChoices:
+    """The choices of an untuned packed convolution with output (N, K/y, OH, OW, y) and
+    `in_blocks` input-channel blocks on `target` (`window` (KH, KW): a depthwise one's):
+    default_register_tile, the channel sum in one part, the input padded in a stage of
+    its own (a depthwise one's: DEPTHWISE_PAD_STAGE)."""
+    pad_stage = window is None or DEPTHWISE_PAD_STAGE
+    tile = default_register_tile(target, out_shape, window, pad_stage)
+    return PackedChoices((tile.rows, tile.cols, tile.blocks),
+                         in_blocks if window is None else None, pad_stage=pad_stage)
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
@@ -192,39 +145,60 @@ def depthwise_conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1):
         name="depthwise_conv2d_nchwc")
 
 
+def schedule_packed(s: Schedule, out: Tensor, conv: Tensor, choices: PackedChoices) -> None:
+    """Schedule the packed convolution `conv` (ordinary or depthwise) by `choices` in a
+    kernel whose output is `out` (`conv`, or the last stage of an elementwise tail over
+    it in the same layout, which is inlined while the convolution becomes the tile's
+    accumulator): see the module docstring."""
+    if out is conv:
+        acc = s.cache_write(out, "local")
+    else:
+        inline_tail(s, out, conv)
+        acc = conv
+    for t in acc.op.input_tensors():
+        if t.op.name == "pad" and choices.pad_stage:
+            n, c, y = s[t].op.axis[:3]
+            s[t].parallel(s[t].fuse(n, c, y))
+            s[t].vectorize(s[t].op.axis[4])
+        elif isinstance(t.op, ComputeOp):  # the padding inlined, or a weight packed here
+            s[t].compute_inline()
+    rows, cols, blocks = choices.register_tile
+    o = s[out]
+    n, c, y, x, v = o.op.axis
+    co, ci = o.split(c, factor=blocks)
+    yo, yi = o.split(y, factor=rows)
+    xo, xi = o.split(x, factor=cols)
+    outer = [yo, co] if choices.rows_outer else [co, yo]
+    o.reorder(n, *outer, xo, ci, yi, xi, v)
+    o.parallel(o.fuse(n, *outer) if choices.fuse_parallel == 3 else o.fuse(n, outer[0]))
+    o.vectorize(v)
+    s[acc].compute_at(o, xo)
+    an, ac, ay, ax, av = s[acc].op.axis
+    if choices.ic_inner is None:  # depthwise: the window alone
+        reduction, rx = list(s[acc].op.reduce_axis), s[acc].op.reduce_axis[1]
+    else:
+        rco, ry, rx, rci = s[acc].op.reduce_axis
+        ico, ici = s[acc].split(rco, factor=choices.ic_inner)
+        reduction = {0: [ico, ici, ry, rx, rci], 1: [ry, rx, ico, ici, rci],
+                     2: [ico, ry, rx, ici, rci]}[choices.reduction_order]
+    s[acc].reorder(*reduction, an, ay, ax, ac, av)  # one broadcast feeds every block
+    for axis in (ac, ay, ax):
+        s[acc].unroll(axis)
+    s[acc].vectorize(av)
+    if choices.unroll_kw:
+        s[acc].unroll(rx)
+
+
 def schedule_conv2d_nchwc(out: Tensor, conv: Tensor, target=None) -> Schedule:
     """The schedule of the kernel computing `out` (== `conv`, or elementwise ops of it in
     the same packed layout) from the packed convolution `conv`, an ordinary or a
-    depthwise one, for `target` (default: the entered one, else the host): its
-    default_register_tile (see the module docstring)."""
+    depthwise one, for `target` (default: the entered one, else the host): schedule_packed
+    with its default_choices, the template's fallback."""
     s = create_schedule(out.op)
-    o = s[out]
-    if out is conv:
-        conv = s.cache_write(out, "local")
-    else:
-        inline_tail(s, out, conv)
     window = None
     if len(conv.op.reduce_axis) == 2:  # depthwise: the window alone
         window = tuple(int(r.dom.extent) for r in conv.op.reduce_axis)
-    for padded in conv.op.input_tensors():
-        if padded.op.name == "pad" and (window is None or DEPTHWISE_PAD_STAGE):
-            n, c, y = s[padded].op.axis[:3]
-            s[padded].parallel(s[padded].fuse(n, c, y))
-            s[padded].vectorize(s[padded].op.axis[4])
-        elif isinstance(padded.op, ComputeOp):  # the padding inlined, or a weight packed
-            s[padded].compute_inline()       # in the kernel, not folded
-    tile = default_register_tile(Target.resolve(target), out.shape, window)
-    n, c, y, x, v = o.op.axis
-    co, ci = o.split(c, factor=tile.blocks)
-    yo, yi = o.split(y, factor=tile.rows)
-    xo, xi = o.split(x, factor=tile.cols)
-    o.reorder(n, co, yo, xo, ci, yi, xi, v)
-    o.parallel(o.fuse(n, co, yo))
-    o.vectorize(v)
-    s[conv].compute_at(o, xo)
-    cn, cc, cy, cx, cv = s[conv].op.axis
-    s[conv].reorder(*s[conv].op.reduce_axis, cn, cy, cx, cc, cv)
-    for axis in (cc, cy, cx):
-        s[conv].unroll(axis)
-    s[conv].vectorize(cv)
+    in_blocks = int(conv.op.reduce_axis[0].dom.extent)
+    schedule_packed(s, out, conv, default_choices(Target.resolve(target), out.shape,
+                                                  in_blocks, window))
     return s

@@ -65,6 +65,7 @@ from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule, create_schedule
 from ..target import Target
 from .pattern import OpPattern, register_pattern
+from .register_tile import default_tile_rows, default_winograd_tile
 from .shape import OpError, check_tensor, shape_str, static_shape
 from .tail import inline_tail
 
@@ -225,38 +226,6 @@ def conv2d_winograd_nchwc(data, weight, tile_size=4, padding=(1, 1, 1, 1)):
             bgemm[sa, sb, (b * th + i // m) * tw + j // m, k, v]
             * _entry(at, i % m, sa) * _entry(at, j % m, sb), axis=[sa, sb]),
         name="conv2d_winograd")
-
-
-def winograd_tiles(target: Target, out_channel_blocks: int, block: int) -> list[tuple]:
-    """Every bgemm register tile (rows of input tiles, output-channel blocks) that fits
-    `target`'s vector registers: rows * blocks * vectors accumulators, blocks * vectors
-    weight vectors and one broadcast (the register rule of register_tile.py), rows up to
-    8 and blocks dividing the output's."""
-    vectors = -(-block // target.vector_lanes)
-    return [(r, b) for r in range(1, 9) for b in range(1, out_channel_blocks + 1)
-            if out_channel_blocks % b == 0
-            and (r + 1) * b * vectors + 1 <= target.vector_registers] or [(1, 1)]
-
-
-def default_winograd_tile(target: Target, out_channel_blocks: int, block: int) -> tuple:
-    """The bgemm tile an untuned kernel uses: two weight vectors per broadcast where the
-    blocks allow (as the direct kernel's WEIGHT_VECTORS), then the most rows whose
-    accumulators take at most half the registers. Measured on Zen 5 (AVX-512, ResNet's
-    64-channel 56x56 layer, 2 cores): 8 rows of 2 blocks of 16 (16 accumulators) ran the
-    whole kernel in 185-200 us, 6 or 7 rows within 5% of it, 4 rows 10% slower."""
-    vectors = -(-block // target.vector_lanes)
-    tiles = winograd_tiles(target, out_channel_blocks, block)
-    half = [t for t in tiles if t[0] * t[1] * vectors <= target.vector_registers // 2] or tiles
-    return min(half, key=lambda t: (abs(t[1] * vectors - 2), -t[1], -t[0] * t[1]))
-
-
-def default_tile_rows(target: Target, m: int, block: int) -> int:
-    """The rows of an output tile the untuned output transform computes at once: the
-    whole tile where twice its accumulators fit the registers (m * m vectors: 16 zmm on
-    AVX-512 for m = 4), else one row (m vectors). A row at a time runs the transform as
-    m parallel loops, one per row (module docstring), about 10% slower on AVX-512."""
-    vectors = -(-block // target.vector_lanes)
-    return m if 2 * m * m * vectors <= target.vector_registers else 1
 
 
 def schedule_winograd(s: Schedule, out: Tensor, conv: Tensor, rows: int, blocks: int,

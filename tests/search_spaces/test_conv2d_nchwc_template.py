@@ -1,6 +1,7 @@
 """The packed convolution templates (search_spaces/conv2d_nchwc.py): the fallback config
-is compiler.ops.schedule_conv2d_nchwc's schedule loop for loop, alone and with an
-elementwise tail; its register tile fits the target's registers; configs that take
+sets compiler.ops' default choices of the one packed schedule, on an AVX2 and an AVX-512
+target, and that untuned schedule computes the convolution with a tail; its register
+tile fits the target's registers; configs that take
 every value of the on/off knobs, with random register tiles and reduction tiles, compute
 what numpy does on odd shapes, alone and with a tail in the packed layout."""
 from __future__ import annotations
@@ -15,9 +16,10 @@ import pytest
 import compiler
 import search_spaces
 from compiler import Target, te
-from compiler.ops.conv2d_nchwc import (default_register_tile, register_tiles,
+from compiler.ops.conv2d_nchwc import (DEPTHWISE_PAD_STAGE, default_choices,
                                        schedule_conv2d_nchwc as ops_schedule)
-from search_spaces.conv2d_nchwc import schedule_conv2d_nchwc
+from compiler.ops.register_tile import default_register_tile, register_tiles
+from search_spaces.conv2d_nchwc import choices_of, schedule_conv2d_nchwc
 
 CONV = [(1, 16, 13, 13, 16, 3, 3, 1, 1, 16, 16),
         (2, 24, 37, 37, 40, 3, 3, 2, 1, 8, 8),
@@ -35,13 +37,6 @@ def _ids(case):
     return f"{case[0]}{case[1]}".replace(" ", "")
 
 
-def _lowered(s, tensors) -> str:
-    # the template splits the input-channel blocks by tile_ic (in one part in the
-    # fallback), compiler.ops does not: the loop's name is the one difference the text
-    # may show
-    return str(compiler.lower(s, tensors)).replace("rco.inner", "rco")
-
-
 def _with_tail(name, args):
     """The template's computation and an elementwise tail over it in the packed layout,
     as a graph kernel has it: relu(conv + bias) * 0.5. Returns (conv, out, tensors)."""
@@ -54,18 +49,36 @@ def _with_tail(name, args):
     return conv, out, [data, kernel, bias, out]
 
 
+@pytest.mark.parametrize("spec", ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_the_fallback_is_compiler_ops_schedule(case):
+def test_the_fallback_sets_compiler_ops_default_choices(case, spec):
+    """One schedule: the template's fallback config is the untuned kernel's choices."""
     name, args = case
-    space = search_spaces.space(name, *args)
-    s, tensors = search_spaces.instantiate(name, *args, config=space.fallback())
-    out = tensors[-1]
-    assert _lowered(s, tensors) == _lowered(ops_schedule(out, out), tensors)
+    target = Target(spec)
+    space = search_spaces.space(name, *args, target=target)
+    with target:
+        s, (data, kernel, out) = search_spaces.instantiate(name, *args,
+                                                           config=space.fallback())
+    window = tuple(args[4:6]) if name.startswith("depthwise") else None
+    in_blocks = int(data.shape[1])
+    assert choices_of(space.fallback(), window is not None) == \
+        default_choices(target, out.shape, in_blocks, window)
 
+
+@pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("case", CASES[::2], ids=_ids)
+def test_the_untuned_schedule_computes_the_convolution_and_its_tail(case):
+    name, args = case
+    tmpl = search_spaces.get_template(name)
+    rng = np.random.default_rng(sum(args))
     conv, out, tensors = _with_tail(name, args)
-    s = te.create_schedule(out.op)
-    schedule_conv2d_nchwc(space.fallback(), s, conv, out)
-    assert _lowered(s, tensors) == _lowered(ops_schedule(out, conv), tensors)
+    data, kernel, bias = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32")
+                          for t in tensors[:3]]
+    (want_conv,) = tmpl.reference_outputs(tmpl.bind(args), [data, kernel])
+    got = np.full(want_conv.shape, np.nan, "float32")
+    compiler.build(ops_schedule(out, conv), tensors)(data, kernel, bias, got)
+    np.testing.assert_allclose(got, np.maximum(want_conv + bias, 0.0) * 0.5, rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("spec, registers", [("llvm -mcpu=haswell", 16),
@@ -86,7 +99,8 @@ def test_register_tiles_fit_the_target_and_the_fallback_divides_the_rows(spec, r
         # a 3x3 depthwise window of two-vector blocks cannot fit 16 registers
         assert all(fits) or (window and vectors * 9 + 2 > registers and len(tiles) == 1)
         assert window is None or {t.blocks for t in tiles} == {1}
-        best = default_register_tile(target, out_shape, window)
+        best = default_register_tile(target, out_shape, window,
+                                     pad_stage=window is None or DEPTHWISE_PAD_STAGE)
         assert best in tiles and oh % best.rows == 0
         assert window is None or ow % best.cols == 0
         # two weight vectors per broadcast, or the nearest the channels allow

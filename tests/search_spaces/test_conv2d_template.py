@@ -70,3 +70,44 @@ def test_packed_unpack_positions_match_numpy(unpack_at):
         out = np.full(expected.shape, np.nan, "float32")
         f(d, w, out)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
+
+
+@pytest.mark.parametrize("spec", ["llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"])
+@pytest.mark.parametrize("name, args", [("conv2d_nchw", a) for a in CASES] +
+                         [("depthwise_conv2d_nchw", (1, 7, 9, 11, 3, 3, 1, 1)),
+                          ("depthwise_conv2d_nchw", (2, 13, 37, 13, 3, 3, 2, 0))])
+def test_the_fallback_sets_compiler_ops_default_choices(name, args, spec):
+    """One schedule: the NCHW templates' fallback configs are the choices of the untuned
+    kernel (compiler.ops.schedule_conv2d_nchw), on an AVX2 and an AVX-512 target."""
+    from compiler import Target
+    from compiler.ops.conv2d_schedule import default_choices
+    from search_spaces.conv2d import direct_choices
+
+    target = Target(spec)
+    depthwise = name.startswith("depthwise")
+    cfg = search_spaces.space(name, *args, target=target).fallback()
+    with target:
+        _, (_, _, out) = search_spaces.instantiate(name, *args, config=cfg)
+    assert direct_choices(cfg, depthwise) == default_choices(out.shape, depthwise, target)
+
+
+@pytest.mark.filterwarnings("ignore::compiler.transform.VectorizeWarning")
+@pytest.mark.parametrize("args", [(2, 13, 37, 13, 3, 3, 2, 1), (1, 7, 9, 11, 3, 3, 1, 0)])
+def test_the_untuned_depthwise_schedule_matches_numpy(args):
+    """compiler.ops' untuned schedule of an NCHW depthwise convolution (the default a
+    graph kernel gets without templates) with a tail, on odd shapes."""
+    from compiler import ops, te
+
+    N, C, H, W, R, S, stride, pad = args
+    data = te.placeholder((N, C, H, W), name="data")
+    kernel = te.placeholder((C, 1, R, S), name="kernel")
+    conv = ops.depthwise_conv2d_nchw(data, kernel, stride, pad)
+    out = ops.relu(conv)
+    rng = np.random.default_rng(sum(args))
+    d = rng.uniform(-1, 1, (N, C, H, W)).astype("float32")
+    w = rng.uniform(-1, 1, (C, 1, R, S)).astype("float32")
+    tmpl = search_spaces.get_template("depthwise_conv2d_nchw")
+    (want,) = tmpl.reference_outputs(tmpl.bind(args), [d, w])
+    got = np.full(want.shape, np.nan, "float32")
+    compiler.build(ops.schedule_conv2d_nchw(out, conv), [data, kernel, out])(d, w, got)
+    np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-4)

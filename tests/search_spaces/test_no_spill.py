@@ -1,7 +1,7 @@
 """No template's fallback spills its register tile: compiled for an AVX2 CPU (haswell: 8
 lanes, 16 ymm registers) and an AVX-512 one (skylake-avx512: 16 lanes, 32 zmm), the
 kernel's assembly moves no vector register to a stack slot and back
-(compiler/ops/register_tile.py: the register rule; search_spaces/register_bounds.py).
+(compiler/ops/register_tile.py: the register rule; register_bounds).
 Compiling for a CPU needs no such CPU: the assembly is only read.
 
 `spilled_vector_moves(asm)` is the check, for any kernel's assembly; CASES lists the

@@ -1,5 +1,5 @@
 """The register rule (compiler/ops/register_tile.py) in every template's space and
-fallback (search_spaces/register_bounds.py): on an AVX2 and an AVX-512 target, no
+fallback (compiler/ops/register_tile.py): on an AVX2 and an AVX-512 target, no
 register tile of a space breaks the rule, and the fallbacks made for either target
 compute numpy's answer on the host, odd shapes and splits that leave tails included."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import compiler
 import search_spaces
 from compiler import ops
 from compiler.ops import get_const_tuple
-from search_spaces.register_bounds import register_bounds
+from compiler.ops.register_tile import register_bounds
 
 HASWELL, SKYLAKE = "llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"
 TARGETS = [HASWELL, SKYLAKE]

@@ -297,12 +297,13 @@ def _layout(ctx, call: Call) -> Expr | None:
 
 def _schedule(out, anchor, call: Call):
     """compiler.ops' schedule of a convolution kernel with its elementwise tail: the
-    packed one, the NCHW one (groups 1), else the default schedule."""
+    packed one, the NCHW one (groups 1, or depthwise), else the default
+    schedule."""
     if winograd_of(call.attrs["kernel_layout"]) is not None:
         return schedule_conv2d_winograd_nchwc(out, anchor)
     if call.attrs["data_layout"] != "NCHW":
         return schedule_conv2d_nchwc(out, anchor)
-    if call.attrs["groups"] == 1:
+    if call.attrs["groups"] == 1 or anchor.op.name == "depthwise_conv2d_nchw":
         return schedule_conv2d_nchw(out, anchor)
     return ops.default_schedule(out)
 

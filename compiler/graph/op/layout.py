@@ -56,7 +56,7 @@ planner (layout_plan.py) and task extraction read it; nn.conv2d registers one.""
 VECTORS_PER_BLOCK = (1, 2, 4)
 """A block is one, two or four float32 vectors of the target: the packed convolution's
 register tile holds one block of output channels per column, beside the block's weight
-vectors and the broadcast input (compiler.ops.conv2d_nchwc.RegisterTile), so four
+vectors and the broadcast input (compiler.ops.register_tile.RegisterTile), so four
 vectors leave room for 2 columns of accumulators in AVX2's 16 registers (6 in AVX-512's
 32): 8 independent multiply-adds, enough to cover the FMA latency; eight would leave
 none on AVX2 (2 on AVX-512)."""
