@@ -96,20 +96,14 @@ def child(path: str, dump: str | None, profile: bool) -> dict:
 
 
 def profiled(build, prof: cProfile.Profile):
-    """`build` with `prof` enabled while it runs, on the thread where it runs (a build
-    wrapped to run on a thread of its own, graph/deep_stack.py, is profiled there)."""
-    inner = getattr(build, "__wrapped__", build)
-
+    """`build` with `prof` enabled while it runs."""
     def run(*args, **kwargs):
         prof.enable()
         try:
-            return inner(*args, **kwargs)
+            return build(*args, **kwargs)
         finally:
             prof.disable()
-    if inner is build:
-        return run
-    from compiler.graph.deep_stack import deep_stack
-    return deep_stack(run)
+    return run
 
 
 def top_ten(prof: cProfile.Profile) -> dict:

@@ -93,6 +93,7 @@ class CodegenC:
         self.body: list[str] = []
         self.names: dict[int, str] = {}  # id(expr) -> the C array holding its value
         self.dest: dict[int, str] = {}   # id(output call) -> its output argument
+        self._entered: dict[int, tuple[str, int]] = {}  # id(call) -> its name, decl place
 
     def generate(self, func: Function) -> str:
         outs = func.body.fields if isinstance(func.body, Tuple) else [func.body]
@@ -123,19 +124,29 @@ class CodegenC:
             f"  return {s}({packed});", "}", ""])
 
     def visit(self, expr) -> str:
-        if id(expr) in self.names:
-            return self.names[id(expr)]
-        if isinstance(expr, Var):
-            name = expr.name
-        elif isinstance(expr, Constant):
-            name = self._constant(expr)
-        elif isinstance(expr, Call) and isinstance(expr.op, Op):
-            name = self._call(expr)
-        else:
-            raise BuildError(f"{self.symbol}: the ccompiler codegen cannot compile a "
-                             f"{type(expr).__name__} inside the function")
-        self.names[id(expr)] = name
-        return name
+        """The C array holding `expr`'s value, its code emitted first: a call is numbered
+        before its operands (pre-order) and computed after them, its buffer numbered
+        then; a work list, not recursion, so a region thousands of ops deep needs no
+        deep stack."""
+        work: list[tuple[bool, object]] = [(False, expr)]
+        while work:
+            done, node = work.pop()
+            if done:
+                self.names[id(node)] = self._emit(node)
+            elif id(node) in self.names:
+                continue
+            elif isinstance(node, Var):
+                self.names[id(node)] = node.name
+            elif isinstance(node, Constant):
+                self.names[id(node)] = self._constant(node)
+            elif isinstance(node, Call) and isinstance(node.op, Op):
+                self._enter(node)
+                work.append((True, node))
+                work.extend((False, a) for a in reversed(node.args))
+            else:
+                raise BuildError(f"{self.symbol}: the ccompiler codegen cannot compile a "
+                                 f"{type(node).__name__} inside the function")
+        return self.names[id(expr)]
 
     def _constant(self, c: Constant) -> str:
         if c.data.dtype != np.float32:
@@ -147,15 +158,21 @@ class CodegenC:
         self.func_decl.append(f"static const float {name}[] = {{{values}}};")
         return name
 
-    def _call(self, call: Call) -> str:
+    def _enter(self, call: Call) -> None:
+        """Number `call`'s function and hold its declaration's place, before its
+        operands'."""
         if call.op.name not in SUPPORTED or not takes(call):
             raise BuildError(f"{self.symbol}: the ccompiler codegen cannot compile "
                              f"{call.op.name} on {', '.join(str(a.ty) for a in call.args)}")
-        func_name = f"{self.symbol}_{self.func_idx}"
+        self._entered[id(call)] = (f"{self.symbol}_{self.func_idx}", len(self.func_decl))
         self.func_idx += 1
-        place = len(self.func_decl)  # numbered and declared before its arguments
         self.func_decl.append("")
-        args = [self.visit(a) for a in call.args]
+
+    def _emit(self, call: Call) -> str:
+        """`call`'s output array (its buffer numbered now) and its code, its operands
+        emitted."""
+        func_name, place = self._entered.pop(id(call))
+        args = [self.names[id(a)] for a in call.args]
         out = self.dest.get(id(call))
         if out is None:
             out = f"buf_{self.buf_idx}"

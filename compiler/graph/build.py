@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 
 import numpy as np
 
@@ -53,7 +54,6 @@ from ..runtime.graph_executor import GraphExecutor
 from ..target import Target
 from ..transform.pass_infra import PassContext, Sequential
 from .bind import bind_params
-from .deep_stack import deep_stack
 from .expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .external import get_external
 from .functor import ExprMutator, post_order
@@ -66,7 +66,6 @@ from .transform import (AlterOpLayout, AnnotateTarget, DeadCodeElimination, Fold
                         SimplifyInference, SimplifyLayerNorm, SinkReshape)
 
 
-@deep_stack
 def build(mod: IRModule, target="llvm", params: dict | None = None,
           external=None) -> GraphExecutor:
     """The GraphExecutor of `mod`'s "main" (see the module docstring); `external`: the
@@ -83,7 +82,6 @@ def optimize(mod: IRModule, params: dict | None = None, external=None) -> Functi
     return optimize_module(mod, params, external)["main"]
 
 
-@deep_stack
 def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
     """`mod`'s "main" with `params` bound, after the passes that come before
     partitioning (see the module docstring): the graph the external codegens are
@@ -110,7 +108,6 @@ def build_scope():
     return contextlib.nullcontext(entered) if entered else PassContext(opt_level=3)
 
 
-@deep_stack
 def optimize_module(mod: IRModule, params: dict | None = None, external=None) -> IRModule:
     """The module of `optimize`: "main", and the external functions it calls."""
     external = [external] if isinstance(external, str) else list(external or [])
@@ -126,7 +123,6 @@ def optimize_module(mod: IRModule, params: dict | None = None, external=None) ->
                            DeadCodeElimination(), FuseOps()])(prepare(mod, params))
 
 
-@deep_stack
 def GraphModule(func, target) -> GraphExecutor:
     """The GraphExecutor of a fused, typed graph function, or of a module of one ("main")
     and the external functions it calls: its kernels built into one module, the
@@ -256,8 +252,16 @@ class _Planner:
         key = self._cache_key(name, text, choice)
         self.funcs[name] = disk_cache.load(key) if key else None
         if self.funcs[name] is None:
-            sch, tensors, _ = lower_function(fn, name, choice)
-            self.funcs[name] = built_ir(sch, tensors, name)[name]
+            try:
+                sch, tensors, _ = lower_function(fn, name, choice)
+                self.funcs[name] = built_ir(sch, tensors, name)[name]
+            except RecursionError:
+                depth = PassContext.current().get_config("relay.FuseOps.max_depth")
+                raise BuildError(
+                    f"kernel {name}: its fused expression is too deep to lower within "
+                    f"Python's recursion limit ({sys.getrecursionlimit()}); fuse smaller "
+                    f"groups (the pass config relay.FuseOps.max_depth, now {depth}) or "
+                    f"raise the limit (sys.setrecursionlimit)") from None
             if key:
                 self.keys[name] = key
 

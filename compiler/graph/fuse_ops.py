@@ -16,7 +16,7 @@ fuse_ops.cc), in three steps:
    (and tuples) along all-injective paths; phase 2 fuses injective ops into tuples.
    `CheckPath` checks every path from a node to its post-dominator; `CommitFuse`
    merges every group on those paths into the post-dominator's. A fusion that would
-   make a group of more than `relay.FuseOps.max_depth` nodes (default 256) is skipped.
+   make a group of more than `relay.FuseOps.max_depth` nodes (MAX_DEPTH, 64) is skipped.
 
 Each group with an op becomes a `Function` with `Primitive=1` whose parameters
 (`%p0`, `%p1`, ...) take the values from outside the group, called where the group's
@@ -38,7 +38,13 @@ TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining or
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_FUSABLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE,
                                     OpPattern.OPAQUE)
-MAX_DEPTH = 256
+MAX_DEPTH = 64
+"""The most nodes in a group, unless "relay.FuseOps.max_depth" says otherwise (TVM's
+default is 256). A kernel's lowering is recursive over its fused expression, a few
+frames per op, so 64 keeps the deepest kernel far inside Python's default recursion
+limit of 1000 (a 256-op chain needed about 900 frames, 600 failed) and the build needs
+no deep stack; the models of benchmarks/ have no group that large (their plans are the
+same under 256)."""
 
 
 @dataclass(eq=False)

@@ -134,7 +134,8 @@ register_pass_config("relay.FuseOps.max_depth", int, MAX_DEPTH)
 def FuseOps(fuse_opt_level: int = -1):
     """Operator fusion (fuse_ops.py): each group of ops becomes a function with
     Primitive=1. fuse_opt_level -1 takes the PassContext's opt_level; 0 fuses nothing.
-    The most nodes in a group: the config "relay.FuseOps.max_depth" (default 256)."""
+    The most nodes in a group: the config "relay.FuseOps.max_depth" (default 64,
+    fuse_ops.MAX_DEPTH)."""
     def run(mod, ctx):
         level = ctx.opt_level if fuse_opt_level == -1 else fuse_opt_level
         depth = ctx.get_config("relay.FuseOps.max_depth")

@@ -301,3 +301,26 @@ def test_march_follows_the_target_and_falls_back_to_its_x86_level():
                       external=["ccompiler"])
     a = data(7, 13)
     np.testing.assert_allclose(lib.run(x=a)[0], np.maximum(a, 0))
+
+
+def test_a_deep_region_builds_at_a_low_recursion_limit():
+    """The partitioning and the C codegen walk a region on work lists, and the build runs
+    on the caller's thread: a chain of 80 elementwise ops, all the C codegen's (which
+    recursed once per op before), builds at a recursion limit of 120 and matches numpy
+    (longer chains cost the C compiler seconds, not us)."""
+    x = graph.var("x", shape=(3, 7))
+    y = x
+    for _ in range(40):
+        y = graph.add(graph.multiply(y, graph.const(np.full((3, 7), 0.5, "float32"))),
+                      graph.const(np.ones((3, 7), "float32")))
+    fn = graph.Function([x], y)
+    data = np.random.default_rng(0).standard_normal((3, 7)).astype("float32")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(120)
+    try:
+        lib = graph.build(graph.IRModule.from_expr(fn), external=["ccompiler"])
+    finally:
+        sys.setrecursionlimit(limit)
+    assert any(s.get("external") == "ccompiler" or "ccompiler" in str(s)
+               for s in lib.plan["steps"])
+    np.testing.assert_allclose(lib.run(x=data)[0], evaluate(fn, data), rtol=1e-5, atol=1e-5)

@@ -309,3 +309,24 @@ def test_dead_code_elimination_drops_the_tuple_fields_nothing_selects():
     assert "Tuple" not in str(after) and "sigmoid" not in str(after)
     same_numbers(mod, after, rng.random((2, 7), "float32"))
     assert str(graph.transform.DeadCodeElimination()(after)) == str(after)
+
+
+def test_a_group_too_deep_to_lower_is_a_build_error_naming_the_kernel():
+    """Groups past the default max_depth, under a low recursion limit: a BuildError that
+    names the kernel and the pass config, not a RecursionError from deep inside."""
+    import sys
+
+    from compiler.errors import BuildError
+
+    x = graph.var("x", shape=(2, 3))
+    y = x
+    for _ in range(300):
+        y = graph.nn.relu(graph.add(y, graph.const(np.float32(1.0))))
+    limit = sys.getrecursionlimit()
+    with PassContext(opt_level=3, config={"relay.FuseOps.max_depth": 1000}):
+        sys.setrecursionlimit(400)
+        try:
+            with pytest.raises(BuildError, match=r"kernel .*relay\.FuseOps\.max_depth, now 1000"):
+                graph.build(graph.IRModule.from_expr(graph.Function([x], y)))
+        finally:
+            sys.setrecursionlimit(limit)
