@@ -5,6 +5,10 @@ the table, so that the table moves only on purpose (benchmarks/onnx_conformance.
 --write-table writes it anew) and coverage only grows."""
 from __future__ import annotations
 
+import fcntl
+import os
+import pickle
+
 import pytest
 
 pytest.importorskip("onnx")
@@ -14,9 +18,22 @@ from onnx_node_check import TABLE, node_cases, read_table, run_case  # noqa: E40
 EXPECTED = read_table()
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return node_cases()
+@pytest.fixture(scope="session")
+def cases(tmp_path_factory):
+    """node_cases(), made once a run: they take seconds to make and a moment to unpickle,
+    so under xdist the first worker to need them leaves them for the others."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return node_cases()
+    path = tmp_path_factory.getbasetemp().parent / f"onnx-node-cases-{run}.pickle"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait for the first one's
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        made = node_cases()
+        path.with_suffix(".part").write_bytes(pickle.dumps(made))
+        path.with_suffix(".part").replace(path)
+        return made
 
 
 def test_the_table_lists_every_node_test_and_no_wrong_answer(cases):
