@@ -15,7 +15,7 @@ binds it, so that records tuned on the template answer for the graph's layer.
 """
 from __future__ import annotations
 
-from compiler import ops, te
+from compiler import Target, ops, te
 from compiler.graph.expr import Call
 from compiler.graph.strategy import Candidate, register_strategy
 
@@ -23,37 +23,43 @@ from .library import LIBRARY
 from .registry import Template, bound_templates
 
 
-def _candidate(tmpl: Template, args: tuple) -> Candidate:
-    """The candidate of template `tmpl` on its workload `args`: its binding's compute
-    makes the anchor (tagged with the template's name), its schedule schedules the
-    kernel; a config is checked to be a point of the template's space first, as
-    instantiate does."""
+def _candidate(tmpl: Template, args: tuple, target) -> Candidate:
+    """The candidate of template `tmpl` on its workload `args` for `target`: its
+    binding's compute makes the anchor (tagged with the template's name), its schedule
+    schedules the kernel; a config is checked to be a point of the template's space
+    first, as instantiate does. The space is built when a config is asked for (most
+    candidates a decision considers are never built)."""
     args = tmpl.bind(args)
-    space = tmpl.space(args)
+    target = Target.resolve(target)
     binding = tmpl.binding
 
+    def space():  # built when a config is asked for, not for every candidate considered
+        return tmpl.space(args, target)
+
     def compute(cfg, inputs):
-        space.check(cfg)
+        space().check(cfg)
         return binding.compute(args, cfg, inputs)
 
     def schedule(cfg, out: te.Tensor, anchor: te.Tensor):
         s = te.create_schedule(out.op)
         binding.schedule(args, cfg, s, ops.find_anchor(out, tmpl.name), out)
         return s
-    return Candidate(tmpl.name, (tmpl.name, args), compute, schedule, space.fallback,
-                     lambda cfg: _info(tmpl.name, args, cfg))
+    return Candidate(tmpl.name, (tmpl.name, args), compute, schedule,
+                     lambda: space().fallback(), lambda cfg: _info(tmpl.name, args, cfg))
 
 
-def _library(tmpl: Template, args: tuple) -> Candidate:
+def _library(tmpl: Template, args: tuple, target) -> Candidate:
     """The library's candidate of template `tmpl` on `args`: the chooser compares it
     (chooser.choose_implementation with the library named), the build never lowers it."""
     args = tmpl.bind(args)
+    target = Target.resolve(target)
 
     def not_a_kernel(*_):
         raise TypeError(f"{tmpl.name} is a library's template: the external codegen "
                         f"{LIBRARY} computes it, not a te kernel")
     return Candidate(tmpl.name, (tmpl.name, args), not_a_kernel, not_a_kernel,
-                     tmpl.space(args).fallback, lambda cfg: _info(tmpl.name, args, cfg),
+                     lambda: tmpl.space(args, target).fallback(),
+                     lambda cfg: _info(tmpl.name, args, cfg),
                      priority=5, library=LIBRARY)
 
 
@@ -70,7 +76,8 @@ def template_strategy(call: Call, target) -> list[Candidate]:
     for tmpl in bound_templates(call.op.name):
         args = tmpl.binding.workload(call)
         if args is not None:
-            found.append(_library(tmpl, args) if tmpl.library else _candidate(tmpl, args))
+            found.append(_library(tmpl, args, target) if tmpl.library
+                         else _candidate(tmpl, args, target))
     return found
 
 

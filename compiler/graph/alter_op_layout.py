@@ -69,7 +69,8 @@ class Planned:
     output block) it computes in (None: NCHW, unaltered), and the layout its result is
     to be in (its layout class's: a transform follows where that is not the block it
     writes). `winograd`: whether a convolution in those blocks runs by Winograd (None:
-    as the chooser prefers; block_forms' variants force it either way)."""
+    as the chooser decides, LayoutContext.decide; block_forms' variants force it either
+    way)."""
     blocks: tuple[int, int] | None
     layout: str
     winograd: bool | None = None
@@ -79,9 +80,9 @@ class LayoutContext(ExprMutator):
     """The pass, and what a layout rule sees of it (see op/layout_rules.py): the layout of
     each rewritten value, the NCHW type it had, and the transforms between layouts.
 
-    choose: whether `alter(..., choose=True)` asks the chooser which form of the op to
-        keep (False: the altered form, as a probe of what the rule would make of a call
-        wants).
+    choose: whether `alter(..., choose=True)` and `decide(..., keep=True)` ask the
+        chooser whether to keep the call as it stands (False: an altered form, as a
+        probe of what the rule would make of a call wants).
     plan: {id(call of the function rewritten): Planned}, the layout planner's choices
         (layout_plan.plan_layouts); a call without one gets its rule's own choice."""
 
@@ -172,18 +173,36 @@ class LayoutContext(ExprMutator):
             return self.mark(out, new.attrs.get("out_layout") or layout)
         return new
 
-    def prefers_first(self, call: Call, fns: list[Callable]) -> bool:
-        """Whether the chooser takes the form the first of the alterations `fns` gives
-        `call` over the others' (a convolution by Winograd or directly, in one pair of
-        blocks): False when the first alters nothing or gives the second's form. The
-        forms are typed on vars of the operands' types, as _keeps_original types them;
-        nothing is applied."""
+    def decide(self, call: Call, fns: list[Callable], keep: bool) -> int | None:
+        """The one decision between a call's forms (a convolution by Winograd or
+        directly, or kept as it stands): which of the alterations `fns` gives the form
+        whose candidate the chooser takes, in one question over the typed forms they
+        give `call` and, with `keep`, `call` itself, ordered so (implementation_forms'
+        order: the altered forms first); the index of that alteration, or None for the
+        call as it stands. An alteration that gives an earlier one's form, or none,
+        counts as that earlier one (or as the call). When the chooser takes an op's own
+        default, which every form has, the last alteration that alters. Nothing is
+        applied; the forms are typed on vars of the operands' types."""
         nchw = [self.convert(a, "NCHW") for a in call.args]
         types = [self.nchw_type(a) for a in call.args]
-        news = [fn(dict(call.attrs), nchw, types, call.ty) for fn in fns]
-        if not all(isinstance(n, Call) for n in news) or news[0].attrs == news[1].attrs:
-            return False
-        return _first_form_chosen(_typed_forms(nchw, types, news)) is True
+        news, index = [], []
+        for i, fn in enumerate(fns):
+            new = fn(dict(call.attrs), nchw, types, call.ty)
+            if isinstance(new, Call) and all(new.attrs != n.attrs for n in news):
+                news.append(new)
+                index.append(i)
+        if not news:
+            return None
+        if keep:
+            news.append(Call(call.op, tuple(nchw), call.attrs))
+        forms = _typed_forms(nchw, types, [_implementation(n) for n in news])
+        chosen = choose_implementation(forms, applies=False).candidate
+        if chosen.workload is None:
+            return index[-1]
+        for i, form in enumerate(forms):
+            if chosen.workload in {c.workload for c in candidates(form)}:
+                return index[i] if i < len(index) else None
+        return index[-1]
 
     def rewrite_call(self, call: Call) -> Expr:
         out = self._rewrite(call)

@@ -51,8 +51,11 @@ class Constant(Expr):
     data: np.ndarray
 
     def __post_init__(self):
-        data = np.array(self.data)  # a copy: the graph owns its constants
-        data.setflags(write=False)
+        data = self.data
+        if not (isinstance(data, np.ndarray) and data.flags.owndata and
+                not data.flags.writeable):  # an array no one writes is taken as it is
+            data = np.array(data)  # else a copy: the graph owns its constants
+            data.setflags(write=False)
         object.__setattr__(self, "data", data)
 
     @property

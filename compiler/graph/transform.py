@@ -75,8 +75,9 @@ class _FoldConstant(ExprMutator):
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)
             if not isinstance(value, tuple):
-                return Constant(value.astype(numpy_dtype(call.ty.dtype) if call.ty
-                                             else value.dtype))
+                data = value.astype(numpy_dtype(call.ty.dtype) if call.ty else value.dtype)
+                data.setflags(write=False)  # a copy of its own: the constant takes it
+                return Constant(data)
         return call
 
 

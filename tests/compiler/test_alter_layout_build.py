@@ -214,3 +214,26 @@ def test_a_residual_block_by_winograd_matches_onnx_runtime(c, size, target):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
     templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
     assert templates[:2] == ["conv2d_winograd_nchwc"] * 2
+
+
+def test_the_winograd_weights_are_transformed_once_per_layer(monkeypatch):
+    """The forms the decision weighs and the one AlterOpLayout applies share one
+    transform of the weights; the model still matches the reference."""
+    import compiler.graph.op.conv2d as conv2d_op
+
+    calls = []
+    transform = conv2d_op.winograd_weight_transform
+    monkeypatch.setattr(conv2d_op, "winograd_weight_transform",
+                        lambda *a: calls.append(a[1:]) or transform(*a))
+    x = graph.var("x", shape=(1, 16, 14, 14))
+    w = graph.const(rng.standard_normal((32, 16, 3, 3)).astype("float32"))
+    w2 = graph.const(rng.standard_normal((32, 32, 3, 3)).astype("float32"))
+    y = graph.nn.conv2d(graph.nn.relu(graph.nn.conv2d(x, w, padding=1)), w2, padding=1)
+    fn = graph.Function([x], y)
+    with Target("llvm -mcpu=haswell"):
+        lib = graph.build(graph.IRModule.from_expr(fn), "llvm -mcpu=haswell")
+    assert len(calls) == 2  # one per layer, the forms weighed included
+    data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    want = evaluate(fn, data)  # Winograd's float32 error grows with the values' scale
+    np.testing.assert_allclose(lib.run(x=data)[0], want, rtol=1e-4,
+                               atol=1e-5 * np.abs(want).max())

@@ -204,3 +204,19 @@ def test_kernels_with_constants_alike_to_six_digits_are_two_kernels_and_compute_
     assert len(lib.kernels) == 3
     for g, c in zip(got, (1.0000001, 1.5000001, 1.5000003)):
         np.testing.assert_array_equal(g, np.full((4, 8), np.float32(c)))
+
+
+def test_a_constant_owns_its_data_and_takes_a_frozen_array_without_a_copy():
+    """The graph owns its constants: a writeable array (or a view) is copied and frozen,
+    so writing the caller's array changes nothing; an array of its own that no one may
+    write (a folded value) is taken as it is."""
+    data = np.arange(6, dtype="float32")
+    c = graph.Constant(data)
+    data[0] = 100
+    assert c.data[0] == 0 and not c.data.flags.writeable
+    view = np.arange(6, dtype="float32")[::2]
+    view.setflags(write=False)
+    assert graph.Constant(view).data is not view  # a view: its base may still change
+    frozen = np.ones(4, "float32")
+    frozen.setflags(write=False)
+    assert graph.Constant(frozen).data is frozen

@@ -15,7 +15,7 @@ A 3x3, stride 1 convolution may instead run by Winograd's F(m x m, 3 x 3)
 transformed once when the model is built, (m + 2, m + 2, O/16, I, 16), into which
 AlterOpLayout turns a constant weight (alter_conv2d_nchwc, `winograd`); the data and
 output are packed as for the direct form. The implementation chooser picks between the
-two forms of a layer (LayoutContext.prefers_first), as between packed and NCHW.
+forms of a layer (LayoutContext.decide: Winograd, direct packed or NCHW, one question).
 """
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None =
         winograd_tile_size(weight.shape[2:], attrs["strides"], attrs["dilation"],
                            out_type.shape[2:], (data.shape[1], weight.shape[0]))
     if m:
-        u = winograd_weight_transform(inputs[1].data, m, out_block)
+        u = _transformed(inputs[1].data, m, out_block)
         return conv2d(inputs[0], Constant(u), attrs["strides"], attrs["padding"],
                       attrs["dilation"], 1, packed(block), winograd_layout(m, out_block),
                       packed(out_block) if out_block != block else "")
@@ -268,6 +268,26 @@ def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None =
                   packed(out_block) if out_block != block else "")
 
 
+_TRANSFORMED: dict[tuple, tuple] = {}
+"""(id(weights), m, block) -> (weights, U): the Winograd transforms made lately, kept with
+the weights (so that their id is not reused), so that the forms a decision considers and
+the one it applies share one transform."""
+
+
+def _transformed(weight: np.ndarray, m: int, block: int) -> np.ndarray:
+    """winograd_weight_transform of a constant's (read-only) weights, read-only, made once
+    per weights, m and block among the last 64 asked for."""
+    key = (id(weight), m, block)
+    found = _TRANSFORMED.get(key)
+    if found is None or found[0] is not weight:
+        u = winograd_weight_transform(weight, m, block)
+        u.setflags(write=False)
+        if len(_TRANSFORMED) >= 64:
+            _TRANSFORMED.pop(next(iter(_TRANSFORMED)))
+        found = _TRANSFORMED[key] = (weight, u)
+    return found[1]
+
+
 def _blocks_of(call: Call, data_block: int | None) -> list[tuple[int, int]]:
     """conv2d_blocks of a typed call (the op's BLOCKS_ATTR)."""
     return conv2d_blocks(call.attrs, [a.ty for a in call.args], data_block)
@@ -275,8 +295,9 @@ def _blocks_of(call: Call, data_block: int | None) -> list[tuple[int, int]]:
 
 def _layout(ctx, call: Call) -> Expr | None:
     """The blocks the layout planner chose for this call (None: NCHW), else
-    alter_conv2d_nchwc's untuned pair for the block its data comes packed in, which the
-    implementation chooser may keep in NCHW (ctx.alter)."""
+    alter_conv2d_nchwc's untuned pair for the block its data comes packed in; by
+    Winograd or directly as the plan says, else as the chooser decides in one question,
+    which without a plan may keep the call in NCHW (ctx.decide)."""
     planned = ctx.planned()
     if planned is not None and planned.blocks is None:
         return None
@@ -288,11 +309,12 @@ def _layout(ctx, call: Call) -> Expr | None:
         alter = functools.partial(alter_conv2d_nchwc,
                                   data_block=block_of(have) if is_packed(have) else None)
         winograd = None
-    if winograd is None:  # the chooser's: Winograd where it may, unless the log says
-        winograd = ctx.prefers_first(call, [functools.partial(alter, winograd=True),
-                                            functools.partial(alter, winograd=False)])
-    return ctx.alter(call, functools.partial(alter, winograd=winograd),
-                     choose=planned is None)
+    if winograd is not None:
+        return ctx.alter(call, functools.partial(alter, winograd=winograd))
+    # the one decision: by Winograd, directly, or (without a plan) NCHW as it stands
+    fns = [functools.partial(alter, winograd=True), functools.partial(alter, winograd=False)]
+    chosen = ctx.decide(call, fns, keep=planned is None and ctx.choose)
+    return None if chosen is None else ctx.alter(call, fns[chosen])
 
 
 def _schedule(out, anchor, call: Call):
