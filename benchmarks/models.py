@@ -46,7 +46,7 @@ from compiler import Target, graph  # noqa: E402
 from compiler.graph.op.layout import CHANNEL_BLOCK  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
-from tuner import Measurer, TaskScheduler, extract_tasks  # noqa: E402
+from tuner import Measurer, TaskScheduler, TuningOptions, extract_tasks  # noqa: E402
 from tuner.cli.tune import estimated_latencies, parse_duration  # noqa: E402
 
 
@@ -98,8 +98,8 @@ def tune_model(name: str, path: str, opt_level: int, budget: float, db: str) -> 
           f"{extract_s:.2f} s; tuning for {budget / 60:.0f} min into {db}", flush=True)
     start = time.perf_counter()
     with Measurer(flush_cache=True) as measurer, records.Database(db) as log:
-        scheduler = TaskScheduler(tasks, trials=None, measurer=measurer, db=log,
-                                  tuner="xgb", time_budget=budget, weights=weights)
+        scheduler = TaskScheduler(tasks, measurer, TuningOptions(
+            time_budget=budget, tuner="xgb"), db=log, weights=weights)
         states = scheduler.run()
     wall = time.perf_counter() - start
     estimates = estimated_latencies(scheduler)

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import records  # noqa: E402
 from compiler import Target  # noqa: E402
-from tuner import Measurer, Task, TaskScheduler  # noqa: E402
+from tuner import Measurer, Task, TaskScheduler, TuningOptions  # noqa: E402
 
 CHECKPOINTS = (32, 64, 128, 256)
 LANES = Target("llvm").vector_lanes  # the host's untuned channel block: 16 on AVX-512
@@ -63,8 +63,10 @@ def speedups(task, tuner, seed, trials, batch_size, measurer) -> list[float]:
     fallback is no speedup."""
     with tempfile.TemporaryDirectory() as where, \
             records.Database(os.path.join(where, "tune.db")) as db:
-        scheduler = TaskScheduler([task], trials, measurer, db, tuner=tuner, seed=seed,
-                                  batch_size=batch_size)
+        options = TuningOptions(trials=trials, seed=seed, batch_size=batch_size,
+                                **({"tuner": tuner} if isinstance(tuner, str) else {}))
+        scheduler = TaskScheduler([task], measurer, options, db,
+                                  tuners=None if isinstance(tuner, str) else tuner)
         state, = scheduler.run()
     if state.fallback_cost is None:
         raise RuntimeError(f"{task}: the fallback config did not measure; no speedups")

@@ -14,15 +14,16 @@ from .ga_tuner import GATuner
 from .grid_search_tuner import GridSearchTuner
 from .measure import MeasureInput, MeasureResult
 from .measurer import Measurer
+from .options import TuningOptions
 from .random_tuner import RandomTuner
 from .task import Task
 from .task_scheduler import StopTuning, TaskScheduler
 from .tune import TuneResult, tune
 from .tuner_base import Tuner
 
-__all__ = ["Task", "extract_tasks", "MeasureInput", "MeasureResult", "MeasureErrorNo", "Measurer",
-           "tune", "TuneResult", "TaskScheduler", "StopTuning", "Tuner", "RandomTuner",
-           "GridSearchTuner", "GATuner", "XGBTuner"]
+__all__ = ["Task", "TuningOptions", "extract_tasks", "MeasureInput", "MeasureResult",
+           "MeasureErrorNo", "Measurer", "tune", "TuneResult", "TaskScheduler", "StopTuning",
+           "Tuner", "RandomTuner", "GridSearchTuner", "GATuner", "XGBTuner"]
 
 
 def __getattr__(name):

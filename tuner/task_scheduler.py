@@ -4,7 +4,7 @@ one tuning log), one batch at a time; `tune()` is this loop with one task.
     with Measurer() as m, Database("tune.db") as db:
         scheduler = TaskScheduler([Task("matmul", (256, 256, 256)),
                                    Task("batch_matmul", (8, 64, 64, 64))],
-                                  trials=256, measurer=m, db=db, tuner="xgb")
+                                  m, TuningOptions(trials=256, tuner="xgb"), db=db)
         states = scheduler.run()
 
 One batch: the task's tuner proposes configs never proposed before (`next_batch`), the
@@ -59,11 +59,12 @@ import math
 import numbers
 import time
 
-from .allocation import STRATEGIES, Allocation
+from .allocation import Allocation
 from .confirm import BUDGET_SHARE, TOP_K, candidates, confirm, plan, planned_seconds
 from .control import chain, place, recheck
 from .from_log import resume, transfer_records
 from .measure import MeasureInput
+from .options import TuningOptions
 from .registry import make_tuners, tuner_name
 from .task_state import TaskState
 from .tuner_base import Tuner
@@ -75,70 +76,46 @@ class StopTuning(Exception):
 
 
 class TaskScheduler:
-    """Tune `tasks` (distinct Tasks) for `trials` trials in total (None: no limit; then
-    give a time_budget).
+    """Tune `tasks` (distinct Tasks) on `measurer` as `options` say (a TuningOptions:
+    trials, time budget, tuner, early stopping, seed, batch size, reconfirm, transfer,
+    allocation; tuner/options.py).
 
     measurer: a Measurer (or anything with its `measure`), started by the caller.
     db: a records.Database (every task resumes from it, every batch is logged to it, and
         the fallback baselines are measured), or None (default: nothing read or logged).
-    tuner: a name in registry.TUNERS (default "xgb"; one tuner of that kind per task), or
-        a list of Tuners, one made for each task.
-    early_stopping: a task leaves the rotation after this many of its trials without a
-        better cost (default None: never).
-    seed: makes the tuners given by name propose deterministically (default None).
-    batch_size: configs measured at a time (default 16; fewer at the end of a budget).
-    time_budget: seconds the run may take, confirmation included (default None: no
-        limit; see the module docstring).
+    tuners: a list of Tuners, one made for each task, instead of options.tuner's kind
+        (default None).
+    weights: one positive number per task, how many times the model runs it (default
+        None: the tasks are independent operators; see tuner/allocation.py).
     on_batch: `on_batch(scheduler, state)` after each batch and fallback measurement.
     callbacks: functions `cb(tuner, inputs, results)` called after every batch of trials
         (not the fallbacks); one that raises StopTuning stops the run after that batch.
-    reconfirm: confirm every task at the end, even one whose log's confirmation is
-        current (default False). With trials=0 a run only resumes, measures missing
-        fallbacks and confirms: what `autosched log confirm` does.
-    weights: one positive number per task, how many times the model runs it (default
-        None: the tasks are independent operators; see tuner/allocation.py).
-    transfer: give a tuner that learns across workloads the log's results of the other
-        workloads of its template (default True; see the module docstring).
     clock: what seconds are read from (default time.monotonic; tests give a fake one).
-    allocation: "gradient" (default) or "round-robin": how the batches are given out
-        (tuner/allocation.py).
     """
 
-    def __init__(self, tasks, trials: int | None, measurer, db=None, tuner="xgb",
-                 early_stopping: int | None = None, seed: int | None = None,
-                 batch_size: int = 16, time_budget: float | None = None, on_batch=None,
-                 callbacks=(), reconfirm: bool = False, weights=None, transfer: bool = True,
-                 clock=time.monotonic, allocation: str = "gradient"):
+    def __init__(self, tasks, measurer, options: TuningOptions, db=None, tuners=None,
+                 weights=None, on_batch=None, callbacks=(), clock=time.monotonic):
         tasks = list(tasks)
         if not tasks:
             raise ValueError("TaskScheduler: no tasks to tune")
         if len(set(tasks)) != len(tasks):
             raise ValueError("TaskScheduler: a task is given twice")
+        if not isinstance(options, TuningOptions):
+            raise TypeError(f"TaskScheduler: options must be a TuningOptions, got "
+                            f"{options!r}")
         self.weights = _checked_weights(weights, len(tasks))
-        for name, value, least in (("trials", trials, 0), ("batch_size", batch_size, 1)):
-            if value is None and name == "trials":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"TaskScheduler: {name} must be an integer >= {least}, "
-                                 f"got {value!r}")
-        if time_budget is not None and not (isinstance(time_budget, numbers.Real)
-                                            and time_budget > 0):
-            raise ValueError(f"TaskScheduler: time_budget must be a positive number of "
-                             f"seconds, got {time_budget!r}")
-        if trials is None and time_budget is None:
-            raise ValueError("TaskScheduler: give trials, a time_budget or both: with "
-                             "neither the run would never end")
-        self.tuners = make_tuners(tuner, tasks, seed)
-        self.tasks, self.trials, self.measurer, self.db = tasks, trials, measurer, db
+        self.options = options
+        self.tuners = make_tuners(options.tuner if tuners is None else list(tuners), tasks,
+                                  options.seed)
+        self.tasks, self.trials, self.measurer, self.db = tasks, options.trials, measurer, db
         # what the run is shown as: the tuners' names, each once
         self.tuner_name = ", ".join(dict.fromkeys(tuner_name(t) for t in self.tuners))
-        self.early_stopping, self.seed = early_stopping, seed
-        self.batch_size, self.time_budget, self.on_batch = batch_size, time_budget, on_batch
-        self.callbacks, self.reconfirm = tuple(callbacks), reconfirm
-        if allocation not in STRATEGIES:
-            raise ValueError(f"TaskScheduler: allocation must be one of "
-                             f"{', '.join(STRATEGIES)}, got {allocation!r}")
-        self.transfer, self.clock, self.allocation_strategy = transfer, clock, allocation
+        self.early_stopping, self.seed = options.early_stopping, options.seed
+        self.batch_size, self.time_budget = options.batch_size, options.time_budget
+        self.on_batch, self.callbacks, self.reconfirm = on_batch, tuple(callbacks), \
+            options.reconfirm
+        self.transfer, self.clock, self.allocation_strategy = options.transfer, clock, \
+            options.allocation
         self.states: list[TaskState] = []
         self.stop_reason: str | None = None   # why run() ended
         self.started = clock()

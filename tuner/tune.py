@@ -24,6 +24,7 @@ from records import Database
 from .measurer import Measurer
 from .registry import make_tuners
 from .task import Task
+from .options import TuningOptions
 from .task_scheduler import TaskScheduler
 
 
@@ -75,9 +76,10 @@ def tune(task: Task, trials: int, tuner="xgb", db=None, measurer=None,
     if own_measurer:
         measurer = Measurer()
     try:
-        scheduler = TaskScheduler([task], trials, measurer, db, tuner=[made],
-                                  early_stopping=early_stopping, seed=seed,
-                                  batch_size=batch_size, callbacks=callbacks)
+        options = TuningOptions(trials=trials, early_stopping=early_stopping, seed=seed,
+                                batch_size=batch_size)
+        scheduler = TaskScheduler([task], measurer, options, db, tuners=[made],
+                                  callbacks=callbacks)
         state, = scheduler.run()
     finally:
         if own_measurer:

@@ -100,7 +100,7 @@ def test_allocation_reaches_the_scheduler(fake, tmp_path, monkeypatch):
     seen = []
 
     def scheduler(*args, **kwargs):
-        seen.append(kwargs["allocation"])
+        seen.append(args[2].allocation)
         return TaskScheduler(*args, clock=fake.clock, **kwargs)
     monkeypatch.setattr(tune_cli, "TaskScheduler", scheduler)
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)

@@ -13,7 +13,7 @@ import pytest
 
 import records
 from fake_measurer import FakeMeasurer, trials_of
-from tuner import Task
+from tuner import Task, TuningOptions
 from tuner.confirm import BUDGET_SHARE, Confirmed, candidates, confirm, plan
 from tuner.control import RECHECK_ROUNDS, chain, place, recheck
 from tuner.grid_search_tuner import GridSearchTuner
@@ -37,8 +37,11 @@ def fast_call(n_fast):
 
 
 def scheduler(db, measurer, trials, **options):
-    return TaskScheduler([TASK], trials, measurer, db, tuner=[GridSearchTuner(TASK)],
-                         batch_size=8, **options)
+    own = {k: options.pop(k) for k in ("clock", "weights", "callbacks", "on_batch")
+           if k in options}
+    return TaskScheduler([TASK], measurer, TuningOptions(trials=trials, batch_size=8,
+                                                         **options),
+                         db, tuners=[GridSearchTuner(TASK)], **own)
 
 
 def result(cost: float) -> MeasureResult:

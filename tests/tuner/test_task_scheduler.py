@@ -9,7 +9,7 @@ import pytest
 
 import records
 from fake_measurer import FakeMeasurer, bowl_cost
-from tuner import StopTuning, Task, allocation, from_log
+from tuner import StopTuning, Task, TuningOptions, allocation, from_log
 from tuner.confirm import BUDGET_SHARE, OVERHEAD_MS
 from tuner.control import RECHECK_MS
 from tuner.task_scheduler import TaskScheduler
@@ -45,10 +45,12 @@ def run(tmp_path, tasks, trials, measurer=None, **options):
     """A random-tuner run of `tasks` on `measurer` (default a FakeMeasurer), on its fake
     clock unless `options` give another, logged to tmp_path / "tune.db"."""
     measurer = measurer or FakeMeasurer()
-    options.setdefault("clock", measurer.clock)
+    own = {k: options.pop(k) for k in ("clock", "weights", "callbacks", "on_batch")
+           if k in options}
+    own.setdefault("clock", measurer.clock)
     with records.Database(tmp_path / "tune.db") as db:
-        scheduler = TaskScheduler(tasks, trials, measurer, db, tuner="random", seed=0,
-                                  batch_size=8, **options)
+        scheduler = TaskScheduler(tasks, measurer, TuningOptions(
+            trials=trials, tuner="random", seed=0, batch_size=8, **options), db, **own)
         states = scheduler.run()
         logged = {t.template + str(t.args): t.records for t in db.tasks()}
     return scheduler, states, logged, measurer
@@ -159,11 +161,15 @@ def test_bad_arguments_are_value_errors(tmp_path):
     with records.Database(tmp_path / "t.db") as db:
         for kwargs, words in (({"tasks": []}, "no tasks"), ({"tasks": [FLAT, FLAT]}, "twice"),
                               ({"tuner": "sa"}, "unknown tuner"), ({"trials": -1}, "trials"),
+                              ({"batch_size": 0}, "batch_size"),
+                              ({"early_stopping": True}, "early_stopping"),
                               ({"allocation": "greedy"}, "allocation must be one of")):
-            args = {"tasks": [FLAT], "trials": 8, "measurer": FakeMeasurer(), "db": db,
-                    **kwargs}
+            tasks = kwargs.pop("tasks", [FLAT])
             with pytest.raises(ValueError, match=words):
-                TaskScheduler(**args)
+                TaskScheduler(tasks, FakeMeasurer(), TuningOptions(**{"trials": 8, **kwargs}),
+                              db)
+    with pytest.raises(TypeError, match="options must be a TuningOptions"):
+        TaskScheduler([FLAT], FakeMeasurer(), {"trials": 8})
 
 
 def test_weights_steer_the_batches_to_the_task_that_lowers_the_model_latency_most(tmp_path):
@@ -199,7 +205,7 @@ def test_tasks_that_stopped_improving_share_the_trials_by_their_part_of_the_late
 
 def test_weights_may_be_numpy_numbers():
     import numpy as np
-    scheduler = TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(),
+    scheduler = TaskScheduler([FLAT, IMPROVING], FakeMeasurer(), TuningOptions(trials=8),
                               weights=np.array([4, 1], dtype=np.int64))
     assert scheduler.weights == [4.0, 1.0]
 
@@ -208,7 +214,8 @@ def test_bad_weights_are_value_errors():
     for weights in ([1], [1, 0], [1, -2.0], [1, "2"], [True, 1], [1, float("inf")],
                     [float("nan"), 1]):
         with pytest.raises(ValueError, match="weights must be 2 positive numbers"):
-            TaskScheduler([FLAT, IMPROVING], 8, FakeMeasurer(), weights=weights)
+            TaskScheduler([FLAT, IMPROVING], FakeMeasurer(), TuningOptions(trials=8),
+                          weights=weights)
 
 
 def test_a_time_budget_is_spent_to_its_end_confirmation_included(tmp_path):
@@ -241,9 +248,9 @@ def test_a_time_budget_alone_keeps_what_trials_alone_did(tmp_path):
     scheduler, _, _, _ = run(tmp_path, [IMPROVING], 40, time_budget=3600.0)
     assert scheduler.stop_reason == "trials spent" and scheduler.done == 40
     with pytest.raises(ValueError, match="trials, a time_budget or both"):
-        TaskScheduler([IMPROVING], None, FakeMeasurer())
+        TuningOptions(trials=None)
     with pytest.raises(ValueError, match="time_budget must be a positive"):
-        TaskScheduler([IMPROVING], None, FakeMeasurer(), time_budget=0)
+        TuningOptions(time_budget=0)
 
 
 def slowly_improving(flat):

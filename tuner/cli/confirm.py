@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from ..options import TuningOptions
 from ..task_scheduler import TaskScheduler
 from .common import (BadInput, db_option, format_gflops, format_ratio, format_seconds,
                      json_option, open_log, print_json, print_table, select_task,
@@ -46,8 +47,8 @@ def log_confirm(spec, task_id, target, every, ray_address, flush_cache, db_path,
             return click.echo(f"{db_path}: every task with a valid record is confirmed")
         measurer = start_measurer(ray_address, None, tasks, flush_cache)
         try:
-            scheduler = TaskScheduler(tasks, 0, measurer, db, tuner="random",
-                                      reconfirm=True)
+            scheduler = TaskScheduler(tasks, measurer, TuningOptions(
+                trials=0, tuner="random", reconfirm=True), db)
             states = scheduler.run()
         finally:
             measurer.close()

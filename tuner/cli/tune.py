@@ -15,6 +15,7 @@ import click
 from ..measurer import Measurer
 from ..ray_session import RayConnectionError, timing_resource
 from ..registry import TUNERS
+from ..options import TuningOptions
 from ..task_scheduler import TaskScheduler
 from .common import (SIGNAL_EXIT, BadInput, check_log, db_option, describe_error,
                      external_option, format_clock, format_errors, format_gflops,
@@ -216,11 +217,11 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
                               compile_cache=not fresh)
     try:
         with open_log(db_path, create=True) as db:
-            scheduler = TaskScheduler(tasks, trials, measurer, db, tuner=tuner,
-                                      early_stopping=early_stopping, seed=seed,
-                                      batch_size=batch_size, time_budget=time_budget,
-                                      weights=weights, transfer=not no_transfer,
-                                      allocation=allocation)
+            options = TuningOptions(trials=trials, time_budget=time_budget, tuner=tuner,
+                                    early_stopping=early_stopping, seed=seed,
+                                    batch_size=batch_size, transfer=not no_transfer,
+                                    allocation=allocation)
+            scheduler = TaskScheduler(tasks, measurer, options, db, weights=weights)
             progress = _TuneProgress(scheduler, db_path, single=len(tasks) == 1)
             scheduler.on_batch = progress.on_batch
             with _StopOnSignal(scheduler, progress) as stopper, progress:
