@@ -43,7 +43,7 @@ from modern_defs import MODERN  # noqa: E402
 import records  # noqa: E402
 import search_spaces  # noqa: E402
 from compiler import Target, graph  # noqa: E402
-from compiler.graph.op.layout import CHANNEL_BLOCK  # noqa: E402
+from compiler.graph.ir.op.layout import CHANNEL_BLOCK  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from tuner import Measurer, TaskScheduler, TuningOptions, extract_tasks  # noqa: E402

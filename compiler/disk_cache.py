@@ -4,7 +4,7 @@ unchanged model again costs a look-up per kernel instead of its lowering and LLV
 An entry is a JSON header (what the loaded module needs besides the machine code: the
 kernel's metadata, its optimized LLVM IR and its loop IR, for get_source and export)
 and the object code, in one file named by its key under cache_dir(): the key is a
-sha256 of everything the kernel's code follows from (graph/build.py says what), the
+sha256 of everything the kernel's code follows from (graph/backend/build.py says what), the
 code of the compiler itself included, so a key never names two different kernels.
 
 Safe under concurrent writers (processes building the same model, Ray workers): an

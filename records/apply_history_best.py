@@ -4,7 +4,7 @@ tuning log (AutoTVM's `ApplyHistoryBest`).
     with records.ApplyHistoryBest("tune.db"):
         s, args = search_spaces.instantiate("matmul", 1024, 1024, 1024)
 
-It is also the chooser of a graph build (compiler.graph.chooser): among a call's
+It is also the chooser of a graph build (compiler.graph.strategy.chooser): among a call's
 candidates it takes the one whose record is nearest the build's target (TIERS), then
 fastest; this is the one place where records are compared, for lowering, AlterOpLayout,
 the cblas codegen and `autosched log best` alike.
@@ -24,7 +24,7 @@ import warnings
 
 import search_spaces
 from compiler import Target
-from compiler.graph.chooser import Choice, Report, default_choice
+from compiler.graph.strategy.chooser import Choice, Report, default_choice
 
 from .database import Database
 from .errors import RecordsError

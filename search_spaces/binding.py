@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler import graph
-from compiler.graph.expr import Call
+from compiler.graph.ir.expr import Call
 
 
 @dataclass(frozen=True)

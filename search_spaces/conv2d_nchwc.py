@@ -39,7 +39,7 @@ from compiler.ops.conv2d_nchwc import (PackedChoices, conv2d_nchwc as packed_con
                                        default_choices,
                                        depthwise_conv2d_nchwc as packed_depthwise,
                                        schedule_packed)
-from compiler.graph.op.conv2d import winograd_of
+from compiler.graph.ir.op.conv2d import winograd_of
 from compiler.ops.register_tile import register_tiles
 
 from .conv2d import conv2d_nchw_reference, output_size

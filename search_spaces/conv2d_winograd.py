@@ -26,7 +26,7 @@ The fallback is compiler.ops.schedule_conv2d_winograd_nchwc's schedule.
 from __future__ import annotations
 
 from compiler import Target, te
-from compiler.graph.op.conv2d import winograd_of
+from compiler.graph.ir.op.conv2d import winograd_of
 from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc as winograd_conv,
                                           schedule_winograd, winograd_conv2d_reference)
 from compiler.ops.register_tile import default_tile_rows, default_winograd_tile, winograd_tiles

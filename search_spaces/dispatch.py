@@ -4,13 +4,13 @@ A workload is `(template name, arguments tuple)`. `instantiate(name, *args)` wit
 config asks the dispatch contexts entered on this thread, innermost first; the first
 answer that is not None wins, and when none answers the default FallbackContext gives
 the space's FallbackConfig. A dispatch context is also a chooser of the graph build
-(compiler.graph.chooser), on the same stack. The records layer adds ApplyHistoryBest,
+(compiler.graph.strategy.chooser), on the same stack. The records layer adds ApplyHistoryBest,
 a context that answers from the tuning log.
 """
 from __future__ import annotations
 
 from compiler import Target
-from compiler.graph.chooser import Choice, Chooser, entered
+from compiler.graph.strategy.chooser import Choice, Chooser, entered
 
 from .errors import SpaceError
 from .registry import get_template
@@ -19,7 +19,7 @@ from .config_space import ConfigEntity
 
 class DispatchContext(Chooser):
     """Base of the contexts that choose configs; `with ctx:` makes `ctx` the innermost
-    one on this thread until the block ends (it is a compiler.graph.chooser.Chooser: a
+    one on this thread until the block ends (it is a compiler.graph.strategy.chooser.Chooser: a
     graph build asks it which candidate implements a call). Subclasses implement
     `query`."""
 
@@ -29,7 +29,7 @@ class DispatchContext(Chooser):
         raise NotImplementedError
 
     def describe(self, workload: tuple):
-        """The Report (compiler.graph.chooser.Report) of the record this context applied
+        """The Report (compiler.graph.strategy.chooser.Report) of the record this context applied
         to `workload`, or None (ApplyHistoryBest has one)."""
         return None
 

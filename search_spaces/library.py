@@ -9,7 +9,7 @@ instead of the schedule (tuner/builder.py). Tuning a model with the cblas codege
 a task of the matching library template for each dense and matmul the library can
 compute (tuner/extract.py); the record it logs is the library's time, and at compile
 time the cblas codegen takes a workload unless the chooser (records.ApplyHistoryBest)
-finds a tuned kernel's record better (compiler/graph/chooser.py, through the
+finds a tuned kernel's record better (compiler/graph/strategy/chooser.py, through the
 candidates registered in strategies.py).
 """
 from __future__ import annotations

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import ops, te
-from compiler.graph.op.nn import unpack_dense_weight
+from compiler.graph.ir.op.nn import unpack_dense_weight
 
 from .fallback import MIDDLE_TILE
 from compiler.ops.register_tile import register_bounds

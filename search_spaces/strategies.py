@@ -1,6 +1,6 @@
-"""The templates as op strategies of the graph build (compiler/graph/strategy.py): a call
+"""The templates as op strategies of the graph build (compiler/graph/strategy/): a call
 of a graph op has as candidates the templates bound to that op (binding.py) whose
-binding gives it a workload, which the chooser (compiler/graph/chooser.py: the dispatch
+binding gives it a workload, which the chooser (compiler/graph/strategy/chooser.py: the dispatch
 contexts, ApplyHistoryBest) picks with a config for that workload.
 
 `register` is the package's entry point (pyproject.toml, group "autosched.strategies"):
@@ -16,7 +16,7 @@ binds it, so that records tuned on the template answer for the graph's layer.
 from __future__ import annotations
 
 from compiler import Target, ops, te
-from compiler.graph.expr import Call
+from compiler.graph.ir.expr import Call
 from compiler.graph.strategy import Candidate, register_strategy
 
 from .library import LIBRARY

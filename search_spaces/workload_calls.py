@@ -15,8 +15,8 @@ model's is, so that AlterOpLayout's packed (and Winograd) forms are among its fo
 from __future__ import annotations
 
 from compiler import graph
-from compiler.graph.alter_op_layout import implementation_forms
-from compiler.graph.expr import Call
+from compiler.graph.passes.alter_op_layout import implementation_forms
+from compiler.graph.ir.expr import Call
 
 from .registry import get_template
 
@@ -28,7 +28,7 @@ def call_of(name: str, args: tuple) -> Call | None:
     if binding is None or binding.call is None:
         return None
     params, body = binding.call(*args)
-    return graph.transform.InferType()(graph.IRModule.from_expr(
+    return graph.passes.InferType()(graph.IRModule.from_expr(
         graph.Function(params, body)))["main"].body
 
 

@@ -17,16 +17,16 @@ weighs 4): the task scheduler minimises the sum of weight x latency.
 With `alternatives=True`, where the passes pack convolutions into NCHW[x]c (AlterOpLayout,
 opt_level 3), the NCHW implementations of the same layers (conv2d_nchw,
 depthwise_conv2d_nchw) are tasks too, with their own weights: the build then takes, per
-convolution, the faster of the two in the log (compiler/graph/alter_op_layout.py). Off by
+convolution, the faster of the two in the log (compiler/graph/passes/alter_op_layout.py). Off by
 default: it doubles a CNN's tasks, and the packed kernels' untuned configs already run
 near the FMA peak, so the NCHW ones rarely win (the scheduler's estimated latency then
 counts both implementations of a layer: an upper bound).
 
 With `blocks=True`, every packed convolution's other channel blocks are tasks too: each
-(input block, output block) pair it may compute in (compiler/graph/op/conv2d.py
+(input block, output block) pair it may compute in (compiler/graph/ir/op/conv2d.py
 conv2d_blocks: the target's lanes and their multiples that divide its channels) is a
 workload of conv2d_nchwc (or depthwise_conv2d_nchwc) of its own, weighted by the
-layer's kernels. At compile time the layout planner (compiler/graph/layout_plan.py)
+layer's kernels. At compile time the layout planner (compiler/graph/passes/layout_plan.py)
 then picks every layer's blocks for the whole model: the logged times plus the layout
 transforms where blocks differ. Off by default: a layer of 64 to 512 channels has up to
 9 pairs on AVX-512.
@@ -43,8 +43,8 @@ from __future__ import annotations
 import dataclasses
 
 from compiler import Target, graph
-from compiler.graph.alter_op_layout import block_forms
-from compiler.graph.functor import post_order
+from compiler.graph.passes.alter_op_layout import block_forms
+from compiler.graph.ir.functor import post_order
 from compiler.graph.strategy import candidates
 from search_spaces.library import LIBRARY
 from search_spaces.registry import bound_templates
@@ -68,7 +68,7 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
     compilers = [e for e in external if e not in LIBRARIES]
     with Target(target), graph.build_scope() as ctx:  # as the build will have them
         counts = _workloads(graph.optimize(mod, params, external=compilers))
-        if alternatives and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
+        if alternatives and ctx.pass_enabled(graph.passes.AlterOpLayout().info):
             packable = {t.name for t in bound_templates() if t.binding.packable}
             unpacked = dataclasses.replace(ctx, instruments=(),
                                            disabled_pass=(*ctx.disabled_pass, "AlterOpLayout"))
@@ -76,7 +76,7 @@ def extract_tasks(mod, params: dict | None = None, target="llvm",
                 for workload, n in _workloads(graph.optimize(mod, params)).items():
                     if workload not in counts and workload[0] in packable:
                         counts[workload] = n
-        if blocks and ctx.pass_enabled(graph.transform.AlterOpLayout().info):
+        if blocks and ctx.pass_enabled(graph.passes.AlterOpLayout().info):
             for workload, n in _block_workloads(graph.prepare(mod, params)).items():
                 counts.setdefault(workload, n)
         for library in (e for e in external if e in LIBRARIES):

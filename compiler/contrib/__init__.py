@@ -10,8 +10,8 @@ runtime.external (the loader of a module kind, the library its code calls).
 `register()` fills them, and compiler/__init__.py calls it once, so that any build, and
 any load of a saved model, finds them.
 """
-from ..graph.external import register_external
-from ..graph.op import register_op_attr
+from ..graph.backend.external import register_external
+from ..graph.ir.op import register_op_attr
 from ..runtime.external import register_library, register_loader
 from . import cblas, ccompiler
 from .c_source_module import CSourceModule

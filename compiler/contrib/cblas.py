@@ -14,12 +14,12 @@ import numpy as np
 from ..codegen.compile import optimized_text
 from ..codegen.llvm import CodeGenLLVM
 from ..errors import BuildError
-from ..graph.alter_op_layout import implementation_forms
-from ..graph.chooser import Choice, choose_implementation
-from ..graph.expr import Call, Function, Tuple, Var
-from ..graph.functor import post_order
-from ..graph.op import Op
-from ..graph.ty import TensorType
+from ..graph.passes.alter_op_layout import implementation_forms
+from ..graph.strategy.chooser import Choice, choose_implementation
+from ..graph.ir.expr import Call, Function, Tuple, Var
+from ..graph.ir.functor import post_order
+from ..graph.ir.op import Op
+from ..graph.ir.ty import TensorType
 from .cblas_module import CblasModule, gemm_module
 
 TARGET = "cblas"

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuildError
-from ..graph.expr import Call, Constant, Function, Tuple, Var
-from ..graph.op import Op
-from ..graph.ty import TensorType
+from ..graph.ir.expr import Call, Constant, Function, Tuple, Var
+from ..graph.ir.op import Op
+from ..graph.ir.ty import TensorType
 from .c_source_module import CSourceModule
 
 TARGET = "ccompiler"

@@ -24,8 +24,8 @@ import os
 
 from .. import graph
 from ..errors import FrontendError
-from ..graph.bind import bind_params  # noqa: F401 - exported by compiler.frontend
-from ..graph.expr import Constant, Function, Var
+from ..graph.ir.bind import bind_params  # noqa: F401 - exported by compiler.frontend
+from ..graph.ir.expr import Constant, Function, Var
 from ..ir.dtype import is_float
 from .onnx_ops import CONVERTERS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name

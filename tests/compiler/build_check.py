@@ -60,7 +60,7 @@ def run_graph(dtype: str, outputs, a, b):
     `outputs(x, y)`, built and run on `a`, `b`: (its outputs, the results, the graph
     reference's results)."""
     from compiler import graph
-    from compiler.graph.reference import evaluate
+    from compiler.graph.ir.reference import evaluate
     x = graph.var("x", shape=(7, 13), dtype=dtype)
     y = graph.var("y", shape=(13,), dtype=dtype)
     outs = outputs(x, y)

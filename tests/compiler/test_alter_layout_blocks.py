@@ -1,4 +1,4 @@
-"""The channel blocks come from the target (compiler/graph/op/layout.py channel_blocks,
+"""The channel blocks come from the target (compiler/graph/ir/op/layout.py channel_blocks,
 op/conv2d.py conv2d_blocks): its float32 lanes untuned (16 on AVX-512, 8 on AVX2), and
 their multiples as the alternatives a log may time; a model built for
 `llvm -mcpu=haswell` packs in blocks of 8 (haswell's code runs on this host too)."""
@@ -9,8 +9,8 @@ import pytest
 
 from compiler import Target, graph
 from compiler.frontend import from_onnx
-from compiler.graph.alter_op_layout import block_forms
-from compiler.graph.op.layout import channel_blocks
+from compiler.graph.passes.alter_op_layout import block_forms
+from compiler.graph.ir.op.layout import channel_blocks
 from compiler.transform.pass_infra import PassContext
 from test_onnx_frontend import input_and_expected, residual
 
@@ -32,7 +32,7 @@ def _conv(c, k, groups=1):
     x = graph.var("x", shape=(1, c, 9, 9))
     w = graph.var("w", shape=(k, c // groups, 3, 3))
     fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1, groups=groups))
-    return graph.transform.InferType()(graph.IRModule.from_expr(fn))["main"].body
+    return graph.passes.InferType()(graph.IRModule.from_expr(fn))["main"].body
 
 
 @pytest.mark.parametrize("target, c, k, groups, pairs", [

@@ -13,8 +13,8 @@ import pytest
 
 from compiler import Target, graph
 from compiler.frontend import from_onnx
-from compiler.graph.op.layout import channel_blocks
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.op.layout import channel_blocks
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from test_onnx_frontend import input_and_expected, residual
 
@@ -219,7 +219,7 @@ def test_a_residual_block_by_winograd_matches_onnx_runtime(c, size, target):
 def test_the_winograd_weights_are_transformed_once_per_layer(monkeypatch):
     """The forms the decision weighs and the one AlterOpLayout applies share one
     transform of the weights; the model still matches the reference."""
-    import compiler.graph.op.conv2d as conv2d_op
+    import compiler.graph.ir.op.conv2d as conv2d_op
 
     calls = []
     transform = conv2d_op.winograd_weight_transform

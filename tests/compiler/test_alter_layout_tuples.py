@@ -11,7 +11,7 @@ from onnx import helper
 
 from compiler import graph
 from compiler.frontend import from_onnx
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from test_onnx_frontend import input_and_expected, model, tensor, weight
 

@@ -303,7 +303,7 @@ def test_mixed_sign_operands_compute_in_the_promoted_type():
 @pytest.mark.parametrize("dtype", NEW_INTS)
 def test_new_ints_through_the_graph_level(dtype):
     from compiler import graph
-    from compiler.graph.op.registry import call
+    from compiler.graph.ir.op.registry import call
     a, b = _ints(dtype, 7 * 13, 4).reshape(7, 13), _ints(dtype, 13, 5)
     b[b == 0] = 3
     outs, got, want = run_graph(dtype, lambda x, y: [
@@ -379,7 +379,7 @@ def test_cast_to_every_dtype_as_onnx(src):
 def test_graph_cast_compiled_and_folded(src, dst):
     # the compiled cast and FoldConstant's (the numpy reference) agree
     from compiler import graph
-    from compiler.graph.op.registry import call
+    from compiler.graph.ir.op.registry import call
     a = _cast_sources(src)
     a = a[_defined(a, dst)]
     x = graph.var("x", shape=a.shape, dtype=src)

@@ -100,7 +100,7 @@ def test_float16_needs_f16c_and_says_so():
 @pytest.mark.parametrize("dtype", HALF)
 def test_half_through_the_graph_level(dtype):
     from compiler import graph
-    from compiler.graph.op.registry import call
+    from compiler.graph.ir.op.registry import call
     exact = 10  # the first outputs: the rest (sigmoid, a sum) round differently
     a, b = _halves(dtype, 7 * 13, 4).reshape(7, 13), _halves(dtype, 13, 5)
     _, got, want = run_graph(dtype, lambda x, y: [

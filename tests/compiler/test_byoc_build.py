@@ -1,4 +1,4 @@
-"""Bring Your Own Codegen, built and run (compiler/graph/build.py with `external`,
+"""Bring Your Own Codegen, built and run (compiler/graph/backend/build.py with `external`,
 contrib/ccompiler.py, contrib/cblas.py, contrib/c_source_module.py,
 contrib/cblas_module.py): the reference's C source for its example; every op the C
 codegen claims, on odd shapes and seeded random attributes, against numpy; OpenBLAS's
@@ -18,9 +18,9 @@ from compiler import graph
 from compiler.contrib.ccompiler import ccompiler as ccompiler_codegen
 from compiler.errors import BuildError
 from compiler.frontend import from_onnx
-from compiler.graph.external import register_external
-from compiler.graph.op import register_op_attr
-from compiler.graph.reference import evaluate
+from compiler.graph.backend.external import register_external
+from compiler.graph.ir.op import register_op_attr
+from compiler.graph.ir.reference import evaluate
 from test_onnx_frontend import MODELS, input_and_expected
 
 rng = np.random.default_rng(19)
@@ -32,7 +32,7 @@ def check(fn, external, *inputs, rtol=1e-4, atol=1e-4):
     mod = graph.IRModule.from_expr(fn)
     lib = graph.build(mod, external=external)
     got = lib.run(**{p.name: v for p, v in zip(fn.params, inputs)})
-    want = evaluate(graph.transform.InferType()(mod)["main"], *inputs)
+    want = evaluate(graph.passes.InferType()(mod)["main"], *inputs)
     want = list(want) if isinstance(want, tuple) else [want]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

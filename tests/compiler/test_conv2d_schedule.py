@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from compiler import graph
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 
 rng = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""The on-disk compile cache (compiler/disk_cache.py; keys made by graph/build.py): a model
+"""The on-disk compile cache (compiler/disk_cache.py; keys made by graph/backend/build.py): a model
 built again takes every kernel from disk and is the same model; what a kernel's code
 follows from is in its key; a bad entry is a miss; the cache never fails a build."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def no_lowering(monkeypatch):
     """Make any lowering of a kernel fail: what a build then makes came from the cache."""
     def fail(*args, **kwargs):
         raise AssertionError("a kernel was lowered")
-    monkeypatch.setattr(importlib.import_module("compiler.graph.build"), "lower_function",
+    monkeypatch.setattr(importlib.import_module("compiler.graph.backend.build"), "lower_function",
                         fail)
 
 

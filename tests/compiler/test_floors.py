@@ -115,3 +115,26 @@ def test_an_upward_import_is_seen_even_inside_a_function(tmp_path):
     assert violations(tmp_path) == [
         "compiler/ir/node.py:2: compiler.ir.node (floor 0: ir) imports "
         "compiler.schedule.stage (floor 3: schedule)"]
+
+
+GRAPH_FLOORS = ("ir", "strategy", "passes", "backend")
+"""compiler/graph's own floors, from the ground up (docs/architecture.md): its IR, the
+op strategies and the chooser, the passes, and the backend that lowers and builds."""
+
+
+def test_the_graph_folders_stand_on_their_floors():
+    """compiler/graph/__init__.py, the public namespace, is above them all."""
+    known = compiler_modules()
+    found = []
+    for module, path in known.items():
+        parts = module.split(".")
+        if parts[:2] != ["compiler", "graph"] or len(parts) < 3:
+            continue
+        assert parts[2] in GRAPH_FLOORS, f"{module}: compiler/graph/{parts[2]} is on no floor"
+        mine = GRAPH_FLOORS.index(parts[2])
+        for target, line in imports_of(module, path, known):
+            tparts = target.split(".")
+            if tparts[:2] == ["compiler", "graph"] and len(tparts) > 2 and \
+                    tparts[2] != parts[2] and GRAPH_FLOORS.index(tparts[2]) >= mine:
+                found.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {target}")
+    assert not found, "imports against compiler/graph's floors:\n" + "\n".join(found)

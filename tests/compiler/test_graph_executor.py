@@ -1,4 +1,4 @@
-"""The whole model as one native module (compiler/graph/build.py, codegen/graph_entry.py,
+"""The whole model as one native module (compiler/graph/backend/build.py, codegen/graph_entry.py,
 runtime/graph_executor.py): every kernel and `graph_run` in one loaded module, `graph_run`
 calling the steps' kernels in order from native code, the slot table filled once, the
 profile timing each kernel through its own packed function on the model's buffers."""
@@ -63,7 +63,7 @@ def test_a_kernel_shared_by_two_steps_is_compiled_once_and_the_profile_times_eac
     assert len(lib.kernels) == 1
     data = rng.standard_normal((1, 13, 7, 7)).astype("float32")
     got, = lib.run(x=data)
-    from compiler.graph.reference import evaluate
+    from compiler.graph.ir.reference import evaluate
     np.testing.assert_allclose(got, evaluate(fn, data), rtol=1e-4, atol=1e-4)
     rows = lib.profile(repeat=2)
     assert [r["kernel"] for r in rows] == [s["kernel"] for s in steps]

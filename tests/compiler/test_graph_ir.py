@@ -47,7 +47,7 @@ def test_the_example_prints_in_the_reference_text_form():
 
 
 def test_infer_type_types_every_node_and_the_text_shows_them():
-    mod = graph.transform.InferType()(IRModule.from_expr(example()))
+    mod = graph.passes.InferType()(IRModule.from_expr(example()))
     text = str(mod).splitlines()
     assert text[0].endswith(f") -> {T} {{")
     assert text[1] == f"  %0 = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]) /* ty={T} */;"
@@ -61,7 +61,7 @@ def test_infer_type_types_every_node_and_the_text_shows_them():
 def test_infer_type_keeps_a_shared_node_shared():
     x = graph.var("x", shape=(4,))
     a = graph.exp(x)
-    fn = graph.transform.InferType()(IRModule.from_expr(
+    fn = graph.passes.InferType()(IRModule.from_expr(
         graph.Function([x], graph.add(a, a))))["main"]
     assert fn.body.args[0] is fn.body.args[1] and fn.body.args[0].ty == TensorType((4,))
 
@@ -90,7 +90,7 @@ def test_infer_type_keeps_a_shared_node_shared():
 ])
 def test_type_relations_on_odd_shapes(make, shape):
     x = graph.var("x", shape=(1, 7, 37, 37))
-    fn = graph.transform.InferType()(IRModule.from_expr(graph.Function([x], make(x))))["main"]
+    fn = graph.passes.InferType()(IRModule.from_expr(graph.Function([x], make(x))))["main"]
     assert fn.ret_type == TensorType(shape)
 
 
@@ -105,7 +105,7 @@ def test_dense_batch_matmul_batch_norm_and_layout_transform():
     fn = graph.Function([x, a, b, data], graph.Tuple(
         [dense, graph.nn.batch_matmul(a, b), norm, packed,
          graph.layout_transform(packed, "NCHW16c", "NCHW")]))
-    typed = graph.transform.InferType()(IRModule.from_expr(fn))["main"]
+    typed = graph.passes.InferType()(IRModule.from_expr(fn))["main"]
     assert typed.ret_type == TupleType((
         TensorType((3, 13)), TensorType((2, 7, 13)), TensorType((1, 32, 7, 7)),
         TensorType((1, 2, 7, 7, 16)), TensorType((1, 32, 7, 7))))
@@ -132,7 +132,7 @@ def test_a_type_error_names_the_op_and_the_shapes(make, words):
     x = graph.var("x", shape=(1, 7, 37, 37))
     mod = IRModule.from_expr(graph.Function([x], make(x)))
     with pytest.raises(GraphTypeError, match=words):
-        graph.transform.InferType()(mod)
+        graph.passes.InferType()(mod)
 
 
 def test_an_unknown_attribute_or_op_is_named():
@@ -149,7 +149,7 @@ def test_graph_functions_and_prim_funcs_share_a_module_and_the_pass_infrastructu
     assert isinstance(fn, BaseFunc)
     seen = []
     with PassContext(opt_level=3):
-        mod = Sequential([graph.transform.InferType()])(IRModule.from_expr(fn))
+        mod = Sequential([graph.passes.InferType()])(IRModule.from_expr(fn))
     seen.append(mod["main"].ret_type)
     assert seen == [TensorType((1, 64, 54, 54))]
     assert set(mod.functions) == {"main"} and "main" in mod

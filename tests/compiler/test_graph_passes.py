@@ -1,4 +1,4 @@
-"""The graph passes (compiler/graph/transform.py) on the reference's worked examples
+"""The graph passes (compiler/graph/passes/) on the reference's worked examples
 (pass-infra-and-operator-fusion, 0x01 and 0x03): FoldConstant, EliminateCommonSubexpr
 at opt_level 3 only, FuseOps at fuse_opt_level 0 and by default, each fusion rule on a
 small graph, max_depth, a pass's required InferType; every rewrite keeps the numbers
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from compiler import graph
-from compiler.graph.expr import Call, Function
-from compiler.graph.functor import post_order
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.expr import Call, Function
+from compiler.graph.ir.functor import post_order
+from compiler.graph.ir.reference import evaluate
 from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, Sequential
 from test_graph_ir import T, example
@@ -41,7 +41,7 @@ def same_numbers(before, after, *inputs):
 
 def test_fold_constant_folds_the_constant_subgraph_as_in_the_reference():
     mod = IRModule.from_expr(example())
-    folded = graph.transform.FoldConstant()(mod)
+    folded = graph.passes.FoldConstant()(mod)
     assert str(folded).splitlines()[1:] == [
         f"  %0 = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]) /* ty={T} */;",
         f"  %1 = add(%0, meta[relay.Constant][0] /* ty={T} */) /* ty={T} */;",
@@ -52,8 +52,8 @@ def test_fold_constant_folds_the_constant_subgraph_as_in_the_reference():
 
 
 def test_eliminate_common_subexpr_runs_at_opt_level_3_only():
-    folded = graph.transform.FoldConstant()(IRModule.from_expr(example()))
-    cse = graph.transform.EliminateCommonSubexpr()
+    folded = graph.passes.FoldConstant()(IRModule.from_expr(example()))
+    cse = graph.passes.EliminateCommonSubexpr()
     assert str(cse(folded)) == str(folded)  # the default opt_level is 2
     with PassContext(opt_level=3):
         merged = cse(folded)
@@ -61,8 +61,8 @@ def test_eliminate_common_subexpr_runs_at_opt_level_3_only():
 
 
 def test_fuse_opt_level_0_gives_one_primitive_function_per_op():
-    mod = graph.transform.FoldConstant()(IRModule.from_expr(example()))
-    fused = graph.transform.FuseOps(fuse_opt_level=0)(mod)
+    mod = graph.passes.FoldConstant()(IRModule.from_expr(example()))
+    fused = graph.passes.FuseOps(fuse_opt_level=0)(mod)
     fns = fused_functions(fused)
     assert [ops_of(f) for f in fns] == [["nn.conv2d"], ["add"], ["add"], ["add"], ["add"]]
     assert all(f.attrs["Primitive"] == 1 for f in fns)
@@ -75,8 +75,8 @@ def test_fuse_opt_level_0_gives_one_primitive_function_per_op():
 @pytest.mark.parametrize("opt_level, disabled, adds", [
     (2, [], 4), (3, [], 3), (3, ["EliminateCommonSubexpr"], 4)])
 def test_the_sequential_of_the_reference(opt_level, disabled, adds):
-    seq = Sequential([graph.transform.FoldConstant(), graph.transform.EliminateCommonSubexpr(),
-                      graph.transform.FuseOps()])
+    seq = Sequential([graph.passes.FoldConstant(), graph.passes.EliminateCommonSubexpr(),
+                      graph.passes.FuseOps()])
     mod = IRModule.from_expr(example(rng.random((1, 64, 54, 54), "float32")))
     with PassContext(opt_level=opt_level, disabled_pass=disabled):
         fused = seq(mod)
@@ -99,7 +99,7 @@ def residual_block():
 def fuse(fn, **config):
     mod = IRModule.from_expr(fn)
     with PassContext(opt_level=2, config=config):
-        return mod, graph.transform.FuseOps()(mod)
+        return mod, graph.passes.FuseOps()(mod)
 
 
 def test_conv2d_bias_relu_and_the_residual_add_fuse_into_one_kernel():
@@ -171,7 +171,7 @@ def test_batch_norm_stays_opaque_and_its_field_is_read_outside():
 def test_a_pass_that_requires_infer_type_gets_it_first():
     mod = IRModule.from_expr(example())
     assert mod["main"].ret_type is None
-    assert graph.transform.FuseOps()(mod)["main"].ret_type is not None
+    assert graph.passes.FuseOps()(mod)["main"].ret_type is not None
 
 
 def test_simplify_inference_unfolds_batch_norm_into_a_multiply_and_an_add():
@@ -179,9 +179,9 @@ def test_simplify_inference_unfolds_batch_norm_into_a_multiply_and_an_add():
     vec = [graph.const(rng.random(4, "float32") + 0.5) for _ in range(4)]
     fn = graph.Function([x], graph.nn.relu(graph.nn.batch_norm(x, *vec)))
     mod = IRModule.from_expr(fn)
-    simple = Sequential([graph.transform.SimplifyInference(),
-                         graph.transform.FoldConstant()])(mod)
-    fused = graph.transform.FuseOps()(simple)
+    simple = Sequential([graph.passes.SimplifyInference(),
+                         graph.passes.FoldConstant()])(mod)
+    fused = graph.passes.FuseOps()(simple)
     f, = fused_functions(fused)
     assert ops_of(f) == ["multiply", "add", "nn.relu"]  # one kernel, the statistics folded
     same_numbers(mod, fused, rng.random((1, 4, 5, 5), "float32"))
@@ -195,9 +195,9 @@ def test_fold_scale_axis_folds_a_batch_norm_into_the_convolution_weights():
     conv = graph.nn.bias_add(graph.nn.conv2d(x, w, padding=1), b)
     fn = graph.Function([x], graph.nn.relu(graph.nn.batch_norm(conv, *vec)))
     mod = IRModule.from_expr(fn)
-    seq = Sequential([graph.transform.SimplifyInference(), graph.transform.FoldConstant(),
-                      graph.transform.FoldScaleAxis(), graph.transform.FoldConstant(),
-                      graph.transform.FuseOps()])
+    seq = Sequential([graph.passes.SimplifyInference(), graph.passes.FoldConstant(),
+                      graph.passes.FoldScaleAxis(), graph.passes.FoldConstant(),
+                      graph.passes.FuseOps()])
     with PassContext(opt_level=3):
         folded = seq(mod)
     f, = fused_functions(folded)
@@ -224,9 +224,9 @@ def test_fold_scale_axis_folds_every_convolution_of_a_chain_and_still_sees_share
     body = graph.add(graph.multiply(shared, graph.const(rng.random((4, 1, 1), "float32"))),
                      shared)
     mod = IRModule.from_expr(graph.Function([x], body))
-    seq = Sequential([graph.transform.SimplifyInference(), graph.transform.FoldConstant(),
-                      graph.transform.FoldScaleAxis(), graph.transform.FoldConstant(),
-                      graph.transform.FuseOps()])
+    seq = Sequential([graph.passes.SimplifyInference(), graph.passes.FoldConstant(),
+                      graph.passes.FoldScaleAxis(), graph.passes.FoldConstant(),
+                      graph.passes.FuseOps()])
     with PassContext(opt_level=3):
         folded = seq(mod)
     kernels = [ops_of(f) for f in fused_functions(folded)]
@@ -246,13 +246,13 @@ def test_fold_scale_axis_leaves_a_shared_convolution_or_a_spatial_scale_alone():
     for body in (shared, spatial):
         mod = IRModule.from_expr(graph.Function([x], body))
         with PassContext(opt_level=3):
-            out = graph.transform.FoldScaleAxis()(mod)
+            out = graph.passes.FoldScaleAxis()(mod)
         assert "multiply" in str(out)
         same_numbers(mod, out, rng.random((1, 3, 4, 4), "float32"))
 
 
 def test_alter_op_layout_rewrites_the_conv2d_layout_as_in_the_reference():
-    from compiler.graph import alter_op_layout as alter
+    from compiler.graph.passes import alter_op_layout as alter
 
     @alter.register_alter_op_layout("nn.conv2d")
     def alter_conv2d(attrs, inputs, tinfos, out_type):
@@ -264,7 +264,7 @@ def test_alter_op_layout_rewrites_the_conv2d_layout_as_in_the_reference():
     try:
         mod = IRModule.from_expr(example(rng.random((1, 64, 54, 54), "float32")))
         with PassContext(opt_level=3):
-            altered = graph.transform.AlterOpLayout()(mod)
+            altered = graph.passes.AlterOpLayout()(mod)
     finally:
         graph.op.reset_op_attr("nn.conv2d", alter.ALTER_ATTR)
     text = str(altered)
@@ -280,7 +280,7 @@ def test_alter_op_layout_rewrites_the_conv2d_layout_as_in_the_reference():
 
 
 def test_two_packed_convolutions_meet_without_a_layout_transform():
-    from compiler.graph import alter_op_layout as alter
+    from compiler.graph.passes import alter_op_layout as alter
     alter.register_alter_op_layout(
         "nn.conv2d", lambda attrs, inputs, tinfos, out: graph.nn.conv2d(
             *inputs, **dict(attrs, data_layout="NCHW16c")))
@@ -291,7 +291,7 @@ def test_two_packed_convolutions_meet_without_a_layout_transform():
         y = graph.nn.conv2d(graph.nn.relu(graph.nn.conv2d(x, w1, padding=1)), w2)
         mod = IRModule.from_expr(graph.Function([x], y))
         with PassContext(opt_level=3):
-            altered = graph.transform.AlterOpLayout()(mod)
+            altered = graph.passes.AlterOpLayout()(mod)
     finally:
         graph.op.reset_op_attr("nn.conv2d", alter.ALTER_ATTR)
     assert str(altered).count("layout_transform(") == 2  # into the first, out of the last
@@ -303,12 +303,12 @@ def test_dead_code_elimination_drops_the_tuple_fields_nothing_selects():
     live, dead = graph.nn.relu(x), graph.exp(graph.sigmoid(x))
     fn = graph.Function([x], graph.add(graph.TupleGetItem(graph.Tuple([live, dead]), 0), x))
     mod = IRModule.from_expr(fn)
-    after = graph.transform.DeadCodeElimination()(mod)
+    after = graph.passes.DeadCodeElimination()(mod)
     assert [e.op.name for e in post_order(after["main"].body) if isinstance(e, Call)] == \
         ["nn.relu", "add"]
     assert "Tuple" not in str(after) and "sigmoid" not in str(after)
     same_numbers(mod, after, rng.random((2, 7), "float32"))
-    assert str(graph.transform.DeadCodeElimination()(after)) == str(after)
+    assert str(graph.passes.DeadCodeElimination()(after)) == str(after)
 
 
 def test_a_group_too_deep_to_lower_is_a_build_error_naming_the_kernel():

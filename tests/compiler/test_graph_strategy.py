@@ -1,4 +1,4 @@
-"""Op strategies (compiler/graph/strategy.py, search_spaces/strategies.py): a fused
+"""Op strategies (compiler/graph/strategy/, search_spaces/strategies.py): a fused
 function's anchor scheduled by its template under the dispatch context, its tail in the
 same kernel, checked against numpy on odd shapes with the fallback and with sampled
 configs; what the kernel's info says; attrs no template covers left to compiler.ops; the
@@ -17,12 +17,12 @@ import pytest
 import compiler
 import search_spaces
 from compiler import graph
-from compiler.graph.expr import Call, Function
-from compiler.graph.functor import post_order
-from compiler.graph.lower import lower_function
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.expr import Call, Function
+from compiler.graph.ir.functor import post_order
+from compiler.graph.backend.lower import lower_function
+from compiler.graph.ir.reference import evaluate
 from compiler.graph import strategy
-from compiler.graph.chooser import choose_implementation
+from compiler.graph.strategy.chooser import choose_implementation
 from compiler.graph.strategy import (Candidate, NoStrategiesWarning, StrategyError,
                                      register_strategy)
 from compiler.ops import OpPattern, default_schedule, relu
@@ -33,7 +33,7 @@ rng = np.random.default_rng(11)
 
 def fused_call(fn: Function) -> Call:
     """The call of the one Primitive function FuseOps makes of `fn`."""
-    mod = graph.transform.FuseOps()(graph.IRModule.from_expr(fn))
+    mod = graph.passes.FuseOps()(graph.IRModule.from_expr(fn))
     calls = [e for e in post_order(mod["main"].body)
              if isinstance(e, Call) and isinstance(e.op, Function)]
     assert len(calls) == 1, "the graph must fuse into one kernel"
@@ -64,7 +64,7 @@ def conv_block(c, k, size, kernel, stride, pad, dilation=1):
     b = graph.var("b", shape=(k,))
     y = graph.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dilation)
     y = graph.nn.relu(graph.nn.bias_add(y, b))
-    out = graph.transform.InferType()(graph.IRModule.from_expr(graph.Function([x, w, b], y)))
+    out = graph.passes.InferType()(graph.IRModule.from_expr(graph.Function([x, w, b], y)))
     r = graph.var("r", shape=out["main"].body.ty.shape)
     return graph.Function([x, w, b, r], graph.add(y, r))
 
@@ -187,11 +187,11 @@ def _python(code: str, path_dir=None) -> subprocess.CompletedProcess:
 FIND_CONV_STRATEGY = """
     import sys
     from compiler import graph
-    from compiler.graph.chooser import choose_implementation
+    from compiler.graph.strategy.chooser import choose_implementation
     x = graph.var("x", shape=(1, 8, 14, 14))
     w = graph.var("w", shape=(16, 8, 3, 3))
     fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1))
-    call = graph.transform.InferType()(graph.IRModule.from_expr(fn))["main"].body
+    call = graph.passes.InferType()(graph.IRModule.from_expr(fn))["main"].body
     assert "search_spaces" not in sys.modules
     print(choose_implementation([call]).candidate.name)
 """

@@ -1,4 +1,4 @@
-"""min_sum.choose (compiler/graph/min_sum.py): the least-cost assignment of a sum of
+"""min_sum.choose (compiler/graph/passes/min_sum.py): the least-cost assignment of a sum of
 factors, checked against trying every assignment, on chains, trees and graphs with
 cycles (the shapes a model's layout classes take)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from compiler.graph import min_sum
+from compiler.graph.passes import min_sum
 
 
 def _total(domains, factors, chosen):

@@ -1,7 +1,7 @@
 """from_onnx (compiler/frontend/onnx.py) on models built with onnx.helper: residual
 blocks, depthwise + pointwise blocks with Clip, an MLP with Gemm and Softmax, odd channel
 counts (7, 13, 37) and stride 2; each imported graph, evaluated op by op in numpy
-(compiler/graph/reference.py) and after FoldConstant and FuseOps, matches ONNX Runtime
+(compiler/graph/ir/reference.py) and after FoldConstant and FuseOps, matches ONNX Runtime
 within 1e-4; and every kind of bad model is one FrontendError naming what is wrong."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from compiler import graph  # noqa: E402
 from compiler.errors import FrontendError  # noqa: E402
 from compiler.frontend import bind_params, from_onnx  # noqa: E402
-from compiler.graph.reference import evaluate  # noqa: E402
+from compiler.graph.ir.reference import evaluate  # noqa: E402
 from compiler.transform.pass_infra import PassContext, Sequential  # noqa: E402
 
 rng = np.random.default_rng(7)
@@ -130,8 +130,8 @@ def test_an_imported_model_matches_onnx_runtime(name):
                                rtol=1e-4, atol=1e-4)
     bound = graph.IRModule.from_expr(bind_params(mod["main"], params))
     with PassContext(opt_level=3):
-        fused = Sequential([graph.transform.FoldConstant(),
-                            graph.transform.FuseOps()])(bound)
+        fused = Sequential([graph.passes.FoldConstant(),
+                            graph.passes.FuseOps()])(bound)
     np.testing.assert_allclose(evaluate(fused["main"], x), want, rtol=1e-4, atol=1e-4)
 
 
@@ -265,7 +265,7 @@ def test_an_exported_model_runs_in_a_fresh_process_with_the_same_outputs(tmp_pat
 
 
 def test_intermediate_values_share_storage_when_their_lifetimes_do_not_overlap():
-    from compiler.graph.build import plan_storage
+    from compiler.graph.backend.build import plan_storage
     steps = [{"args": [i], "out": i + 1, "shape": [4, 4], "dtype": "float32"}
              for i in range(4)]
     sizes = plan_storage(steps, outputs=[4])

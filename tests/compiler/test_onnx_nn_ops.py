@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 from compiler.frontend import from_onnx  # noqa: E402
-from compiler.graph.expr import Call  # noqa: E402
-from compiler.graph.functor import post_order  # noqa: E402
+from compiler.graph.ir.expr import Call  # noqa: E402
+from compiler.graph.ir.functor import post_order  # noqa: E402
 from onnx_cases import In, check_against_ort, node, node_model  # noqa: E402
 
 rng = np.random.default_rng(5)

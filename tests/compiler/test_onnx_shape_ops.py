@@ -12,8 +12,8 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from compiler.frontend import from_onnx  # noqa: E402
-from compiler.graph.expr import Call  # noqa: E402
-from compiler.graph.functor import post_order  # noqa: E402
+from compiler.graph.ir.expr import Call  # noqa: E402
+from compiler.graph.ir.functor import post_order  # noqa: E402
 from onnx_cases import In, check_against_ort, node, node_model  # noqa: E402
 
 F = np.float32

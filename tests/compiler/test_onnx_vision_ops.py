@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from compiler import graph  # noqa: E402
 from compiler.errors import FrontendError  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
-from compiler.graph.expr import Call, Function  # noqa: E402
-from compiler.graph.functor import post_order  # noqa: E402
+from compiler.graph.ir.expr import Call, Function  # noqa: E402
+from compiler.graph.ir.functor import post_order  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
 from onnx_cases import In, check_against_ort, node, node_model  # noqa: E402
 

@@ -10,11 +10,11 @@ import pytest
 
 import compiler
 from compiler import graph, te
-from compiler.graph.expr import Call, Tuple
-from compiler.graph.functor import post_order
-from compiler.graph.op import GraphTypeError, get_op, missing_parts, needs_nchw
-from compiler.graph.reference import evaluate
-from compiler.graph.ty import TupleType
+from compiler.graph.ir.expr import Call, Tuple
+from compiler.graph.ir.functor import post_order
+from compiler.graph.ir.op import GraphTypeError, get_op, missing_parts, needs_nchw
+from compiler.graph.ir.reference import evaluate
+from compiler.graph.ir.ty import TupleType
 from compiler.transform.pass_infra import PassContext
 
 OPS = graph.registered_ops()
@@ -122,7 +122,7 @@ def test_packed_operands_follow_the_layout_rule_and_match_the_reference(name):
         mod = graph.IRModule.from_expr(fn)
         with PassContext(opt_level=3):
             lib = graph.build(mod)
-            altered = graph.transform.AlterOpLayout()(graph.transform.InferType()(mod))
+            altered = graph.passes.AlterOpLayout()(graph.passes.InferType()(mod))
         inputs = [_random(p.ty.shape, k) for k, p in enumerate(fn.params)]
         got, = lib.run(**{p.name: x for p, x in zip(fn.params, inputs)})
         want = evaluate(fn, *inputs)
@@ -147,7 +147,7 @@ def _unpacks_a_convolution(fn) -> bool:
 
 
 def test_a_missing_part_is_named():
-    from compiler.graph.op.registry import Op
+    from compiler.graph.ir.op.registry import Op
     from compiler.ops.pattern import OpPattern
     op = Op("test.partial", lambda types, attrs: types[0], OpPattern.ELEMWISE,
             reference=lambda a, at: a[0], layout=needs_nchw)

@@ -1,5 +1,5 @@
 """Bring Your Own Codegen's graph passes: AnnotateTarget, MergeCompilerRegions and
-PartitionGraph (compiler/graph/annotate_target.py, merge_compiler_regions.py,
+PartitionGraph (compiler/graph/passes/annotate_target.py, merge_compiler_regions.py,
 partition_graph.py) on the reference's example (external-codegen, part 1: the subgraph
 add -> subtract -> multiply of four (10, 10) inputs that goes to "ccompiler") and on
 TVM's diamond, where merging every supported op would make a cycle; the text forms;
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from compiler import graph
-from compiler.graph import transform as T
-from compiler.graph.annotation import read_regions
-from compiler.graph.expr import Call, GlobalVar, Tuple, TupleGetItem
-from compiler.graph.functor import post_order
-from compiler.graph.op import GraphTypeError, register_op_attr
-from compiler.graph.reference import evaluate
+from compiler.graph import passes as T
+from compiler.graph.passes.annotation import read_regions
+from compiler.graph.ir.expr import Call, GlobalVar, Tuple, TupleGetItem
+from compiler.graph.ir.functor import post_order
+from compiler.graph.ir.op import GraphTypeError, register_op_attr
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import Sequential
 
 rng = np.random.default_rng(0)

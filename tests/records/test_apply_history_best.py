@@ -13,7 +13,7 @@ import records
 import search_spaces
 import tuner
 from compiler import graph
-from compiler.graph.lower import lower_function
+from compiler.graph.backend.lower import lower_function
 from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest, FallbackWarning
 from search_spaces import ApplyConfig, FallbackConfig, dispatch, instantiate
@@ -246,7 +246,7 @@ def test_a_graph_kernel_gets_the_logged_config_of_its_anchor(db):
         x = graph.var("x", shape=(1, channels, 9, 9))
         w = graph.var("w", shape=(8, channels, 3, 3))
         fn = graph.Function([x, w], graph.nn.relu(graph.nn.conv2d(x, w, padding=1)))
-        mod = graph.transform.FuseOps()(graph.IRModule.from_expr(fn))
+        mod = graph.passes.FuseOps()(graph.IRModule.from_expr(fn))
         return lower_function(mod["main"].body.op, "kernel")[2]
 
     args = (1, 4, 9, 9, 8, 3, 3, 1, 1)

@@ -11,8 +11,8 @@ import records
 import search_spaces
 import tuner
 from compiler import graph
-from compiler.graph.op.layout import channel_blocks
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.op.layout import channel_blocks
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest, FallbackWarning
 

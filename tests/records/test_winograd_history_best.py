@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from compiler import graph
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.reference import evaluate
 from test_packed_history_best import build_logged, log
 
 WINOGRAD = ("conv2d_winograd_nchwc", (1, 16, 14, 14, 16, 1, 16, 16, 2))

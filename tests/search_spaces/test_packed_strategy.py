@@ -12,8 +12,8 @@ import pytest
 
 import search_spaces
 from compiler import graph
-from compiler.graph.op.layout import channel_blocks
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.op.layout import channel_blocks
+from compiler.graph.ir.reference import evaluate
 from compiler.ops.conv2d_winograd import winograd_tile_size
 from compiler.transform.pass_infra import PassContext
 

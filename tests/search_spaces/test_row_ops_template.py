@@ -12,7 +12,7 @@ import pytest
 import compiler
 import search_spaces
 from compiler import Target, graph
-from compiler.graph.reference import evaluate
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 
 HASWELL, SKYLAKE = "llvm -mcpu=haswell", "llvm -mcpu=skylake-avx512"

@@ -13,7 +13,7 @@ from resnet_onnx import resnet18  # noqa: E402
 from test_onnx_frontend import mlp, mobile_block  # noqa: E402
 
 from compiler import Target, graph  # noqa: E402
-from compiler.graph.op.layout import channel_blocks  # noqa: E402
+from compiler.graph.ir.op.layout import channel_blocks  # noqa: E402
 from compiler.ops.conv2d_winograd import winograd_tile_size  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
 from compiler.transform.pass_infra import PassContext  # noqa: E402
@@ -92,7 +92,7 @@ def test_small_models_give_their_depthwise_pointwise_dense_and_softmax_tasks():
 def test_extraction_lowers_no_kernel(resnet, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("extraction lowered a kernel")
-    monkeypatch.setattr(sys.modules["compiler.graph.build"], "lower_function", refuse)
+    monkeypatch.setattr(sys.modules["compiler.graph.backend.build"], "lower_function", refuse)
     mod, params = from_onnx(resnet)
     tasks, _ = extract_tasks(mod, params)
     assert len(tasks) == 12

@@ -1,4 +1,4 @@
-"""The layout planner (compiler/graph/layout_plan.py) under records.ApplyHistoryBest: a
+"""The layout planner (compiler/graph/passes/layout_plan.py) under records.ApplyHistoryBest: a
 log timing two blocks of each of two adjacent convolutions builds the combination of
 least estimated time (the logged times plus a layout transform where two layers meet
 in different blocks), with a transform only there; the model still computes right."""
@@ -9,8 +9,8 @@ import pytest
 
 import tuner
 from compiler import Target, graph
-from compiler.graph.layout_plan import transform_seconds
-from compiler.graph.reference import evaluate
+from compiler.graph.passes.layout_plan import transform_seconds
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest
 from test_log_best_applies import log  # a log of one record per workload, host target

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from compiler import graph
+from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from fake_measurer import FakeMeasurer
 from records import ApplyHistoryBest
@@ -88,7 +89,7 @@ def built_with(db):
             with ApplyHistoryBest(db):
                 lib = graph.build(dense_model(), external=["cblas"])
     got, = lib.run(x=x)
-    want = graph.reference.evaluate(graph.transform.InferType()(dense_model())["main"], x)
+    want = evaluate(graph.passes.InferType()(dense_model())["main"], x)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     return [s.get("external") or s["info"].get("template") for s in lib.plan["steps"]]
 

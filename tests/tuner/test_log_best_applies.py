@@ -1,4 +1,4 @@
-"""One chooser (compiler/graph/chooser.py, records.ApplyHistoryBest): for a log holding
+"""One chooser (compiler/graph/strategy/chooser.py, records.ApplyHistoryBest): for a log holding
 NCHW, packed and cblas records of one 1x1 convolution, `autosched log best` names the
 implementation the build applies, without and with `--external cblas`, whichever is
 fastest; the build's plan agrees."""

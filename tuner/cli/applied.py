@@ -1,18 +1,18 @@
 """What the build applies to a logged workload, for `autosched log best`: the graph call the
 workload implements (search_spaces.workload_calls) put to the build's own chooser
-(compiler.graph.chooser.choose_implementation under records.ApplyHistoryBest), with and
+(compiler.graph.strategy.chooser.choose_implementation under records.ApplyHistoryBest), with and
 without the cblas library, so that the command line says what the build does. For a
 packed convolution it also lists the layer's logged channel blocks ("NCHW16c ->
 NCHW32c"): on its own the build takes the fastest, in a model the layout planner weighs
-them with the transforms between layers (compiler/graph/layout_plan.py)."""
+them with the transforms between layers (compiler/graph/passes/layout_plan.py)."""
 from __future__ import annotations
 
 import warnings
 
 from compiler.contrib.cblas import picks_library
 from compiler import Target
-from compiler.graph.chooser import Choice, choose_implementation
-from compiler.graph.op.layout import layout_change
+from compiler.graph.strategy.chooser import Choice, choose_implementation
+from compiler.graph.ir.op.layout import layout_change
 from compiler.graph.strategy import candidates
 from records import ApplyHistoryBest, FallbackWarning
 from search_spaces.library import LIBRARY

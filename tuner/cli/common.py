@@ -13,7 +13,7 @@ import typing
 
 import click
 
-from compiler.graph.external import external_codegens
+from compiler.graph.backend.external import external_codegens
 from records import Database, RecordsError
 from search_spaces import (AnnotateEntity, OtherOptionEntity, ReorderEntity, SpaceError,
                            SplitEntity, get_template)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
-from ...graph.op import Op
-from ...graph.reference import apply_op
-from ...graph.ty import TensorType, TupleType
+from ...graph.ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
+from ...graph.ir.op import Op
+from ...graph.ir.reference import apply_op
+from ...graph.ir.ty import TensorType, TupleType
 from ...ir.expr import DTYPES as ir_dtypes
 
 DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",

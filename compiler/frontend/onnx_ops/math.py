@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from ... import graph
-from ...graph.expr import Constant
-from ...graph.op import nn, tensor
+from ...graph.ir.expr import Constant
+from ...graph.ir.op import nn, tensor
 from ...ir.dtype import is_float
 from .common import COMPILED, DTYPES, dtype_name, text
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import graph
-from ...graph.expr import Constant
-from ...graph.op import nn, reduce, tensor
-from ...graph.op.transform import broadcast_to
+from ...graph.ir.expr import Constant
+from ...graph.ir.op import nn, reduce, tensor
+from ...graph.ir.op.transform import broadcast_to
 from .common import DTYPES, axis, text
 
 

@@ -4,7 +4,7 @@ others), ArgMax / ArgMin."""
 from __future__ import annotations
 
 from ... import graph
-from ...graph.op import reduce
+from ...graph.ir.op import reduce
 from .common import axis
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import graph
-from ...graph.expr import Constant
-from ...graph.op import indexing, tensor, transform
+from ...graph.ir.expr import Constant
+from ...graph.ir.op import indexing, tensor, transform
 from .common import axis, text
 
 

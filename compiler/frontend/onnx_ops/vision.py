@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import graph
-from ...graph.expr import Constant
-from ...graph.op import image, pool, tensor, transform
+from ...graph.ir.expr import Constant
+from ...graph.ir.op import image, pool, tensor, transform
 from ...ops.resize import COORDINATE_MODES, ROUNDING_METHODS
 from ...ir.dtype import is_float
 from .common import Attributes, pads, same_split, text
