@@ -56,7 +56,7 @@ def _source_version(fn: Callable) -> str:
     """sha256 of the function's source and of the helpers it calls, 12 hex digits.
 
     A template's schedule usually lives in helper functions of its package (matmul's
-    `_schedule`, the convolutions' `schedule_output`): a change there changes the
+    `_schedule`, the row kernels' `schedule_rows`): a change there changes the
     configs' meaning as much as a change of the body, so the hash takes in, transitively,
     every function of the template's own top-level package that its code names, and the
     plain constants it names (tile limits). Code of other packages (compiler.ops) is not
