@@ -42,7 +42,8 @@ task              the operator the record measured:
 config            the measured config:
   knobs             knob name -> the knob's JSON value (object).
   config_index      its index in the space (integer or null).
-  template_version  the version (source hash) of the template the config was made for
+  template_version  the version of the template the config was made for (the fingerprint
+                    of the code it generates: search_spaces/fingerprint.py)
                     (string). A config of the registered version must fit its space;
                     one of another version is stale and is kept as it is.
 result            what the measurement gave:
