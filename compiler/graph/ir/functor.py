@@ -83,17 +83,25 @@ def _below(expr: Expr, done) -> list[Expr]:
     """The nodes `expr` reads, directly or not, that are not in `done` (ids), each once,
     operands before readers, in the order a recursive walk would finish them; `expr`
     itself not included, nor what lies below a node in `done`."""
-    order, seen = [], {id(expr)}
-    stack = [(expr, iter(operands(expr)))]
+    return depth_first(expr, lambda o: id(o) in done)[:-1]
+
+
+def depth_first(root: Expr, skip=lambda e: False, children=operands) -> list[Expr]:
+    """`root` and the nodes it reads, directly or not, each once, in the order a
+    recursive walk finishes them (operands in order, before their readers; `root`
+    last), on a stack of its own: not a node that `skip(node)` says, nor what lies below
+    it; `children(node)`: what a node reads (default its operands; a walk that stops at
+    some nodes gives them none)."""
+    order, seen = [], {id(root)}
+    stack = [(root, iter(children(root)))]
     while stack:
         node, rest = stack[-1]
         for o in rest:
-            if id(o) not in seen and id(o) not in done:
+            if id(o) not in seen and not skip(o):
                 seen.add(id(o))
-                stack.append((o, iter(operands(o))))
+                stack.append((o, iter(children(o))))
                 break
         else:
             stack.pop()
-            if stack:
-                order.append(node)
+            order.append(node)
     return order

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...ops.pattern import OpPattern
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ir.functor import operands, post_order
+from ..ir.functor import depth_first, operands, post_order
 from ..ir.op import Op
 
 TUPLE = 7  # TVM's kTuple, between COMM_REDUCE... and OPAQUE in the combining order
@@ -321,21 +321,9 @@ class _Fuser:
         """What a visit of `root` in `group` meets, depth-first, operands in order, each
         once, not itself: the group's nodes after what they read, and the values it reads
         from outside (its parameters), not below them."""
-        order, seen = [], {id(root)}
-        stack = [(root, iter(operands(root)))]
-        while stack:
-            node, rest = stack[-1]
-            for o in rest:
-                if id(o) not in seen and (id(o), id(group)) not in self.memo:
-                    seen.add(id(o))
-                    inside = self._in_group(o, group)
-                    stack.append((o, iter(operands(o) if inside else ())))
-                    break
-            else:
-                stack.pop()
-                if stack:
-                    order.append(node)
-        return order
+        return depth_first(
+            root, lambda o: (id(o), id(group)) in self.memo,
+            lambda o: operands(o) if o is root or self._in_group(o, group) else ())[:-1]
 
     def visit(self, expr: Expr, into: Group | None) -> Expr:
         """`expr` as seen from group `into` (None: outside every group)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .annotation import DEFAULT, read_regions, strip
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ..ir.functor import operands, post_order
+from ..ir.functor import depth_first, operands, post_order
 from ..ir.infer_type import infer_type
 from ..ir.ty import FuncType
 
@@ -110,19 +110,8 @@ def _inside_order(out: Expr, inside: set, done: dict) -> list[Expr]:
     """The nodes `out` reads, itself included, each once, in depth-first post-order,
     operands in order: not below a node outside `inside` (a region's input) nor below
     one in `done`."""
-    order, seen = [], {id(out)}
-    stack = [(out, iter(operands(out) if id(out) in inside else ()))]
-    while stack:
-        node, rest = stack[-1]
-        for o in rest:
-            if id(o) not in seen and id(o) not in done:
-                seen.add(id(o))
-                stack.append((o, iter(operands(o) if id(o) in inside else ())))
-                break
-        else:
-            stack.pop()
-            order.append(node)
-    return order
+    return depth_first(out, lambda o: id(o) in done,
+                       lambda o: operands(o) if id(o) in inside else ())
 
 
 class _Rebuild:
