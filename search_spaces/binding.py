@@ -58,6 +58,15 @@ def float32(call: Call) -> bool:
     return all(a.ty.dtype == "float32" for a in call.args) and call.ty.dtype == "float32"
 
 
+def dense_workload(call: Call) -> tuple | None:
+    """(M, N, K) of a float32 nn.dense of 2-D data (the dense templates', ours and the
+    library's), else None."""
+    data, weight = (a.ty for a in call.args)
+    if data.ndim != 2 or not float32(call):
+        return None
+    return (data.shape[0], weight.shape[0], data.shape[1])
+
+
 def conv_window(attrs) -> tuple[int, int] | None:
     """(stride, padding) when the convolution templates' two ints can say the call's
     window (equal strides, one padding on all sides, no dilation), else None."""

@@ -21,7 +21,7 @@ from .conv2d import conv2d_nchw_reference
 from .matmul import dense_reference, matmul_reference
 from compiler.contrib.cblas import computes
 
-from .binding import Binding, conv_call, dense_call, float32, matmul_call
+from .binding import Binding, conv_call, dense_call, dense_workload, float32, matmul_call
 from .registry import template
 
 LIBRARY = "cblas"
@@ -49,14 +49,6 @@ class _GemmLibrary:
 
 def _gemm(batch, m, n, k, trans_b):
     return {"batch": batch, "m": m, "n": n, "k": k, "trans_a": False, "trans_b": trans_b}
-
-
-def _dense_workload(call) -> tuple | None:
-    """A float32 nn.dense of 2-D data."""
-    data, weight = (a.ty for a in call.args)
-    if data.ndim != 2 or not float32(call):
-        return None
-    return (data.shape[0], weight.shape[0], data.shape[1])
 
 
 def _matmul_workload(call) -> tuple | None:
@@ -91,7 +83,7 @@ def _conv2d_1x1_workload(call) -> tuple | None:
 
 @template("dense_cblas", reference=dense_reference,
           library=_GemmLibrary(lambda M, N, K: _gemm(1, M, N, K, True)),
-          probes=[(7, 13, 37)], binding=Binding("nn.dense", _dense_workload, call=dense_call))
+          probes=[(7, 13, 37)], binding=Binding("nn.dense", dense_workload, call=dense_call))
 def dense_cblas(cfg, M: int, N: int, K: int):
     """Y = X @ W.T by cblas_sgemm; returns the (unused) schedule and [X, W, Y]."""
     X = te.placeholder((M, K), name="X")

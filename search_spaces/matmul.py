@@ -35,7 +35,7 @@ from compiler.graph.ir.op.nn import unpack_dense_weight
 
 from .fallback import MIDDLE_TILE
 from compiler.ops.register_tile import register_bounds
-from .binding import Binding, dense_call, float32, matmul_call
+from .binding import Binding, dense_call, dense_workload, float32, matmul_call
 from .registry import template
 
 NO_PACK, PACK_AT_ROOT, PACK_AT_OUTER = 0, 1, 2  # values of the pack_b knob
@@ -206,20 +206,12 @@ def dense_reference(inputs, M, N, K):
     return (X.astype("float64") @ W.T).astype("float32")
 
 
-def _dense_workload(call) -> tuple | None:
-    """A float32 nn.dense of 2-D data."""
-    data, weight = (a.ty for a in call.args)
-    if data.ndim != 2 or not float32(call):
-        return None
-    return (data.shape[0], weight.shape[0], data.shape[1])
-
-
 def _schedule_dense(args, cfg, s, anchor, out) -> None:
     schedule_dense(cfg, s, anchor, out)
 
 
 @template("dense", reference=dense_reference, probes=[(7, 13, 37)],
-          binding=Binding("nn.dense", _dense_workload,
+          binding=Binding("nn.dense", dense_workload,
                           compute=lambda args, cfg, ins: dense_compute(cfg, *ins),
                           schedule=_schedule_dense, call=dense_call))
 def dense(cfg, M: int, N: int, K: int):
