@@ -175,8 +175,9 @@ def compare(before: str, after: str) -> None:
         if file.endswith(".asm.json"):
             a, b = outlined_renumbered(a), outlined_renumbered(b)
             differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            kernels = sorted({re.sub(r"_par#\d+$", "", k) for k in differ})
             print(f"{file}: {len(a)} functions before, {len(b)} after, "
-                  f"{len(differ)} differ{': ' + ', '.join(differ[:8]) if differ else ''}")
+                  f"{len(differ)} differ{', in ' + ', '.join(kernels) if differ else ''}")
         else:
             print(f"{file}: {'same' if a == b else 'differs'}")
 

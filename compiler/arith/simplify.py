@@ -307,7 +307,7 @@ def _push_into_minmax(lin: Linear, bounds: Bounds):
 def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
     """Simplify one node whose children are already simplified."""
     if E.lanes(e.dtype) > 1:
-        return e  # vector arithmetic is folded by the vectorizer itself
+        return _vector_identity(e)  # the rest the vectorizer folds itself
     folded = _fold(e)
     if folded is not None:
         return folded
@@ -360,38 +360,110 @@ def _simplify_node(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
     return e
 
 
-def _simplify(e: E.Expr, bounds: Bounds, push: bool = True) -> E.Expr:
-    if isinstance(e, E.Select) and E.lanes(e.dtype) == 1:
+def _vector_identity(e: E.Expr) -> E.Expr:
+    """x + -0.0 -> x and x * 1.0 -> x on vectors, which hold exactly for every x (NaN,
+    infinities and +-0 included): the terms that an unrolled Winograd transform's zero
+    and unit matrix entries leave (ops/conv2d_winograd.py)."""
+    match e:
+        case E.Add(a=a, b=E.Broadcast(value=E.FloatImm(value=v))) if _minus_zero(v):
+            return a
+        case E.Add(a=E.Broadcast(value=E.FloatImm(value=v)), b=b) if _minus_zero(v):
+            return b
+        case E.Mul(a=a, b=E.Broadcast(value=E.FloatImm(value=1.0))):
+            return a
+        case E.Mul(a=E.Broadcast(value=E.FloatImm(value=1.0)), b=b):
+            return b
+    return e
+
+
+def _minus_zero(v: float) -> bool:
+    return v == 0 and math.copysign(1.0, v) < 0
+
+
+def _simplify(e: E.Expr, bounds: Bounds, push: bool = True, memo: dict | None = None
+              ) -> E.Expr:
+    if memo is not None and not isinstance(e, _LEAVES):
+        key = (id(e), id(bounds), push)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        out = _simplify_below(e, bounds, push, memo)
+        memo[key] = (e, out, bounds)  # e and bounds kept alive: their ids stay theirs
+        return out
+    return _simplify_below(e, bounds, push, memo)
+
+
+_LEAVES = (E.Var, E.IntImm, E.FloatImm)
+
+
+def _simplify_below(e: E.Expr, bounds: Bounds, push: bool, memo: dict | None) -> E.Expr:
+    if isinstance(e, E.Select) and E.lanes(e.condition.dtype) == 1:
         # Lazily: a condition that folds picks its branch, and the other is never
-        # simplified (a Winograd transform's matrix is a chain of 20-30 Selects, which an
-        # unrolled loop's constant indices decide)
-        cond = _simplify(e.condition, bounds, push)
+        # simplified (a Winograd transform is a chain of Selects over the rows of its
+        # matrix, which an unrolled loop's constant indices decide; vectors, when the
+        # condition is a scalar)
+        cond = _simplify(e.condition, bounds, push, memo)
         if isinstance(cond, E.IntImm):
-            return _simplify(e.true_value if cond.value else e.false_value, bounds, push)
+            return _simplify(e.true_value if cond.value else e.false_value, bounds, push,
+                             memo)
         return _simplify_node(map_children(e, lambda c: cond if c is e.condition else
-                                           _simplify(c, bounds, push)), bounds, push)
-    return _simplify_node(map_children(e, lambda c: _simplify(c, bounds, push)
+                                           _simplify(c, bounds, push, memo)), bounds, push)
+    return _simplify_node(map_children(e, lambda c: _simplify(c, bounds, push, memo)
                                        if isinstance(c, E.Expr) else c), bounds, push)
 
 
-def bind_simplified(e: E.Expr, env: dict) -> E.Expr:
+def bind_simplified(e: E.Expr, env: dict, memo: dict | None = None) -> E.Expr:
     """simplify(substitute(e, env)) for an `e` that is simplified already (no bounds):
     only the nodes above a substituted variable are rebuilt and simplified, bottom-up,
     and a Select whose condition folds keeps only its branch. What an unrolled loop's
-    copies need (transform/unroll.py): each binds the loop variables to constants."""
+    copies need (transform/unroll.py): each binds the loop variables to constants.
+
+    `memo`: a dict the caller keeps for one pass, in which a scalar Select's result is
+    remembered by the node and the constants its own variables are bound to. A Winograd
+    transform's matrix entry is a chain of 20-36 Selects on two loop indices (see
+    ops/conv2d_winograd.py), met thousands of times in an unrolled kernel with one of
+    only 36 pairs of values: without the memo each meeting walks the chain again."""
     if isinstance(e, E.Var):
         return env.get(e, e)
     cond = None
-    if isinstance(e, E.Select) and E.lanes(e.dtype) == 1:
-        cond = bind_simplified(e.condition, env)
+    if isinstance(e, E.Select) and E.lanes(e.condition.dtype) == 1:
+        key = None
+        if memo is not None:
+            key = _select_key(e, env, memo)
+            hit = memo.get(key)
+            if hit is not None:
+                return hit[1]
+        cond = bind_simplified(e.condition, env, memo)
         if isinstance(cond, E.IntImm):
-            return bind_simplified(e.true_value if cond.value else e.false_value, env)
+            out = bind_simplified(e.true_value if cond.value else e.false_value, env, memo)
+            if key is not None:
+                memo[key] = (e, out)
+            return out
     out = map_children(e, lambda c: cond if cond is not None and c is e.condition else
-                       bind_simplified(c, env) if isinstance(c, E.Expr) else c)
+                       bind_simplified(c, env, memo) if isinstance(c, E.Expr) else c)
     return e if out is e else _simplify_node(out, {})
 
 
-def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:
+def _select_key(e: E.Select, env: dict, memo: dict):
+    """The memo's key of the Select `e` under `env`: the node, and the value of each of
+    its free variables (an int where bound to a constant, else the bound expression's
+    identity). None when a variable is bound to something else than a constant."""
+    free = memo.get(id(e))
+    if free is None:
+        free = memo[id(e)] = (e, tuple(dict.fromkeys(collect(e, _is_var))))
+    values = []
+    for v in free[1]:
+        bound = env.get(v)
+        if bound is None:
+            values.append(None)
+        elif isinstance(bound, E.IntImm):
+            values.append(bound.value)
+        else:
+            return None
+    return (id(e), *values)
+
+
+def simplify(e: E.Expr, bounds: Bounds | None = None, memo: dict | None = None) -> E.Expr:
     """Simplify an expression, knowing the inclusive `bounds` of some of its variables.
 
     The result depends only on `e` and the bounds of the variables in it; an expression
@@ -400,12 +472,18 @@ def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:
     look-up instead of a rewrite (the lowering pipeline simplifies every expression
     several times, after each pass that may open a rewrite, and most come back
     unchanged). The mark is an attribute of the node, outside its fields: nodes are
-    immutable, and a rebuilt node starts without one."""
-    bounds = bounds or {}
+    immutable, and a rebuilt node starts without one.
+
+    `memo`: a dict that a walk over many expressions (transform/simplify.py) keeps for
+    its duration, which remembers every subexpression's result by the node and the
+    bounds dict (by identity: the walk makes one per loop and never changes it). An
+    unrolled loop's copies share their subexpressions that no unrolled variable reaches
+    (a tile's base address), which are then simplified once rather than once per copy."""
+    bounds = bounds or _NO_BOUNDS
     known = getattr(e, _FIXED_POINT, None)
     if known is not None and tuple(bounds.get(v) for v in known[0]) == known[1]:
         return e
-    out = _simplify(e, bounds)
+    out = _simplify(e, bounds, True, memo)
     if out is e or _same(out, e):
         names = tuple({id(v): v for v in collect(e, _is_var)}.values())
         object.__setattr__(e, _FIXED_POINT, (names, tuple(bounds.get(v) for v in names)))
@@ -414,6 +492,7 @@ def simplify(e: E.Expr, bounds: Bounds | None = None) -> E.Expr:
 
 
 _FIXED_POINT = "_simplifies_to_itself"  # (its variables, their bounds then)
+_NO_BOUNDS: Bounds = {}  # one object, so that a memo finds it again; never changed
 
 
 def _is_var(n) -> bool:

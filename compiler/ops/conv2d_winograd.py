@@ -40,14 +40,16 @@ around all three stages, LLVM keeps one of the transforms' constant vectors on t
 (a reload per block, but the fallback must move no vector to the stack at all).
 
 The constant matrices are `if_then_else` chains on the loop indices: once a loop is
-unrolled the conditions are constants, and the products by 0 and 1 fold away
-(fast-math), which leaves the transforms' few additions. A transform's row loop (e, or
-the output tile's rows) is therefore unrolled, and placed outside its parallel loop:
-alpha (or m) parallel loops of one row each. Unrolled inside, LLVM shared the loads of
-one tile among its rows and kept more values live than the registers hold (150-300
-vector moves to the stack per kernel); one row per loop spills none (haswell and
-skylake-avx512, F(2x2) and F(4x4) but haswell's F(4x4), see winograd_tile_size), at
-about 5% of the kernel's time.
+unrolled the conditions are constants. A term whose entry is 0 is -0.0 rather than a
+product by 0 (which no IEEE rule removes: NaN * 0 is NaN, and LLVM kept 200 such vector
+products in F(4x4)'s kernel), and the simplifier drops `+ -0.0` and `* 1.0`, both exact,
+which leaves the transforms' few additions (and a third less IR to lower and compile).
+A transform's row loop (e, or the output tile's rows) is therefore unrolled, and placed
+outside its parallel loop: alpha (or m) parallel loops of one row each. Unrolled
+inside, LLVM shared the loads of one tile among its rows and kept more values live than
+the registers hold (150-300 vector moves to the stack per kernel); one row per loop
+spills none (haswell and skylake-avx512, F(2x2) and F(4x4) but haswell's F(4x4), see
+winograd_tile_size), at about 5% of the kernel's time.
 
 Measured on Zen 5 (AVX-512, 2 cores, blocks of 16), against the direct packed kernel's
 fallback (about 500 GFLOPS), one layer, cold caches: F(4x4, 3x3) 2.3-2.4x faster on
@@ -172,6 +174,20 @@ def _entry(matrix: np.ndarray, i, j):
     return expr
 
 
+def _term(x, *entries):
+    """x times the matrix entries, or -0.0 where one of them is 0: a term of a transform's
+    sum that, once the entries fold to constants, adds nothing (x + -0.0 is x, exactly,
+    which the simplifier folds, and the accumulator's self-assignment goes; x * 0.0
+    would stay, NaN * 0 being NaN)."""
+    nonzero = entries[0] != 0.0
+    for entry in entries[1:]:
+        nonzero = nonzero & (entry != 0.0)
+    product = x
+    for entry in entries:
+        product = product * entry
+    return te.if_then_else(nonzero, product, te.const(-0.0, "float32"))
+
+
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
 def conv2d_winograd_nchwc(data, weight, tile_size=4, padding=(1, 1, 1, 1)):
     """The 3x3, stride 1 convolution of packed data (N, C/x, H, W, x) by weights that
@@ -205,13 +221,13 @@ def conv2d_winograd_nchwc(data, weight, tile_size=4, padding=(1, 1, 1, 1)):
     ra = te.reduce_axis((0, alpha), name="ra")
     rows = te.compute(
         (alpha, alpha, tiles, c),
-        lambda e, col, p, cc: te.sum(
-            pad[p // (th * tw), cc // x, (p // tw) % th * m + ra, p % tw * m + col, cc % x]
-            * _entry(bt, e, ra), axis=ra), name="data_pack_rows")
+        lambda e, col, p, cc: te.sum(_term(
+            pad[p // (th * tw), cc // x, (p // tw) % th * m + ra, p % tw * m + col, cc % x],
+            _entry(bt, e, ra)), axis=ra), name="data_pack_rows")
     rb = te.reduce_axis((0, alpha), name="rb")
     packed = te.compute(
         (alpha, alpha, tiles, c),
-        lambda e, u, p, cc: te.sum(rows[e, rb, p, cc] * _entry(bt, u, rb), axis=rb),
+        lambda e, u, p, cc: te.sum(_term(rows[e, rb, p, cc], _entry(bt, u, rb)), axis=rb),
         name="data_pack")
     rc = te.reduce_axis((0, c), name="rc")
     bgemm = te.compute(
@@ -223,8 +239,8 @@ def conv2d_winograd_nchwc(data, weight, tile_size=4, padding=(1, 1, 1, 1)):
     return te.compute(
         (n, kb, oh, ow, y),
         lambda b, k, i, j, v: te.sum(
-            bgemm[sa, sb, (b * th + i // m) * tw + j // m, k, v]
-            * _entry(at, i % m, sa) * _entry(at, j % m, sb), axis=[sa, sb]),
+            _term(bgemm[sa, sb, (b * th + i // m) * tw + j // m, k, v],
+                  _entry(at, i % m, sa), _entry(at, j % m, sb)), axis=[sa, sb]),
         name="conv2d_winograd")
 
 

@@ -10,18 +10,20 @@ from ..ir.functor import map_children, substitute, transform
 from ..ir.stmt import For
 
 
-def simplify_stmt(s, bounds: Bounds | None = None):
+def simplify_stmt(s, bounds: Bounds | None = None, memo: dict | None = None):
     """Simplify every expression of a statement; inside a loop the loop variable's range
-    is known, so `floordiv(i, 16)` with i in [0, 16) becomes 0."""
-    bounds = bounds or {}
+    is known, so `floordiv(i, 16)` with i in [0, 16) becomes 0. `memo`: see simplify();
+    one is made for the walk when none is given."""
+    bounds = bounds if bounds is not None else {}
+    memo = memo if memo is not None else {}
     if isinstance(s, E.Expr):
-        return simplify(s, bounds)
+        return simplify(s, bounds, memo)
     if isinstance(s, For):
-        lo, ext = simplify(s.min, bounds), simplify(s.extent, bounds)
+        lo, ext = simplify(s.min, bounds, memo), simplify(s.extent, bounds, memo)
         inner = {**bounds, s.loop_var: loop_bounds(lo, ext, bounds)}
-        body = simplify_stmt(s.body, inner)
+        body = simplify_stmt(s.body, inner, memo)
         return For(s.loop_var, lo, ext, s.kind, body, s.pragmas)
-    return map_children(s, lambda c: simplify_stmt(c, bounds))
+    return map_children(s, lambda c: simplify_stmt(c, bounds, memo))
 
 
 def _drop_unit_loop(s):

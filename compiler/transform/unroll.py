@@ -80,6 +80,7 @@ class _Expand:
         self.extents = extents
         self._free: dict[int, tuple] = {}  # id(expr) -> (expr, its free vars)
         self._holds: dict[int, bool] = {}  # id(stmt) -> whether a planned loop is in it
+        self._memo: dict = {}  # bind_simplified's, for this expansion
 
     def free(self, e: E.Expr) -> set:
         hit = self._free.get(id(e))
@@ -95,7 +96,7 @@ class _Expand:
 
     def expr(self, e: E.Expr, env: dict) -> E.Expr:
         used = {v: env[v] for v in self.free(e) if v in env}
-        return bind_simplified(e, used) if used else e
+        return bind_simplified(e, used, self._memo) if used else e
 
     def stmt(self, s: Stmt, env: dict) -> Stmt:
         if not env and not self.holds(s):

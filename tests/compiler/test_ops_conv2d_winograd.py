@@ -92,6 +92,10 @@ def test_it_compiles_for_other_x86_cpus(target):
     assert m == (4 if lanes == 16 else 2)  # F(4x4)'s transform needs AVX-512's registers
     f, _ = build(1, 32, 28, 28, 32, m, (1, 1, 1, 1), lanes, lanes, target=target)
     assert "vfmadd" in f.get_source("asm")
+    # the transforms' zero entries add nothing: no product by 0 (nor by 1) is left
+    ir = f.get_source("ir")
+    assert f"*x{lanes}(0.0f)" not in ir and f"*x{lanes}(1.0f)" not in ir
+    assert f"x{lanes}(-0.0f)" not in ir
 
 
 def test_the_rule_runs_3x3_stride_1_layers_by_winograd_from_14x14_up():

@@ -122,10 +122,13 @@ def test_binding_constants_into_a_simplified_expression_matches_simplifying_it_w
     from compiler.ir.functor import substitute
     rng = random.Random(44)
     i, j, k = E.Var("i"), E.Var("j"), E.Var("k")
+    memo = {}
     for _ in range(400):
         e = simplify(_random_index(rng, [i, j, k], 4))
         env = {i: E.IntImm(rng.randint(0, 7)), j: E.IntImm(rng.randint(0, 7))}
         assert str(bind_simplified(e, env)) == str(simplify(substitute(e, env))), str(e)
+        # with a memo shared by all of them, as an unrolled loop's copies share one
+        assert str(bind_simplified(e, env, memo)) == str(bind_simplified(e, env)), str(e)
 
 
 def test_a_select_whose_condition_folds_is_its_branch_simplified():
@@ -134,3 +137,34 @@ def test_a_select_whose_condition_folds_is_its_branch_simplified():
     assert str(simplify(chain)) == "x"
     assert str(simplify(E.Select(E.LT(x, E.IntImm(3)), x + 0, x * 1),
                         {x: (0, 9)})) == "if_then_else((x < 3), x, x)"
+
+
+def test_a_vector_select_on_a_scalar_condition_that_folds_is_its_branch():
+    x = E.Broadcast(E.Var("x", "float32"), 8)
+    pick = E.Select(E.LT(E.IntImm(1), E.IntImm(2)), x, E.Broadcast(E.FloatImm(0.0), 8))
+    assert simplify(pick) is x
+    assert bind_simplified_of(E.Select(E.LT(E.Var("i"), E.IntImm(2)), x,
+                                       E.Mul(x, E.Broadcast(E.FloatImm(2.0), 8))),
+                              {"i": 5}) == "(x8(x)*x8(2.0f))"
+
+
+def test_the_vector_identities_that_hold_for_every_value_and_no_other():
+    """x + -0.0 and x * 1.0 are x for every x (NaN, infinities, +-0); x + 0.0 is not
+    (-0.0 + 0.0 is +0.0) and x * 0.0 is not (NaN * 0 is NaN): those stay."""
+    x = E.Broadcast(E.Var("x", "float32"), 8)
+
+    def b(c):
+        return E.Broadcast(E.FloatImm(c), 8)
+    assert simplify(E.Add(x, b(-0.0))) is x
+    assert simplify(E.Add(b(-0.0), x)) is x
+    assert simplify(E.Mul(x, b(1.0))) is x
+    assert simplify(E.Mul(b(1.0), x)) is x
+    assert str(simplify(E.Add(x, b(0.0)))) == "(x8(x) + x8(0.0f))"
+    assert str(simplify(E.Mul(x, b(0.0)))) == "(x8(x)*x8(0.0f))"
+
+
+def bind_simplified_of(e, values: dict) -> str:
+    from compiler.arith.simplify import bind_simplified
+    from compiler.ir.functor import collect
+    names = {v.name: v for v in collect(e, lambda n: isinstance(n, E.Var))}
+    return str(bind_simplified(e, {names[k]: E.IntImm(v) for k, v in values.items()}))
