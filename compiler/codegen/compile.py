@@ -99,8 +99,8 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
                   keys: dict | None = None):
     """One runtime.Module for a whole model: its kernels and the native entry function
     that runs `steps` in order (graph_entry.py). `kernels`: name -> a lowered PrimFunc
-    with static shapes, or a kernel compiled before (disk_cache.load: its header and
-    object code); `keys`: name -> the key under which to keep a kernel compiled here
+    with static shapes, or a kernel compiled before (disk_cache.load or compile_kernel:
+    its header and object code); `keys`: name -> the key under which to keep a kernel compiled here
     in the disk cache. Calling the module on the int64 slot table runs the model; its
     metadata keeps each kernel's own (meta["kernels"]), so a profiler can call one
     kernel through `<name>_packed`.
@@ -139,6 +139,15 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
                                loop_ir="\n\n".join(h["loop_ir"] for h in headers.values()))
 
 
+def compile_kernel(func: PrimFunc, target: Target) -> tuple[dict, bytes]:
+    """A model's kernel compiled as compile_graph compiles it, in the form the disk
+    cache keeps it and compile_graph takes it back: its header (metadata, loop IR and
+    optimized LLVM IR, "ir") and its object code."""
+    header, text = _kernel_ir(func, target)
+    obj, optimized = _object_of(text, target, func.name)
+    return {**header, "ir": optimized}, obj
+
+
 def _kernel_ir(func: PrimFunc, target: Target) -> tuple[dict, str]:
     """A model's kernel as an LLVM module of its own (`noinline`, as the entry calls it):
     its header (metadata, loop IR) and its unoptimized IR text."""
@@ -165,4 +174,5 @@ def _object_of(text: str, target: Target, entry: str) -> tuple[bytes, str]:
     return tm.emit_object(ref), str(ref)
 
 
-__all__ = ["compile_graph", "compile_module", "compile_object", "generate_llvm"]
+__all__ = ["compile_graph", "compile_kernel", "compile_module", "compile_object",
+           "generate_llvm"]

@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 
 import numpy as np
 
 from ... import disk_cache
 from ...build import build_key, built_ir
-from ...codegen.compile import compile_graph
+from ...codegen.compile import compile_graph, compile_kernel
 from ...errors import BuildError
 from ...ir.dtype import numpy_dtype
 from ...ir.module import IRModule
@@ -56,6 +57,7 @@ from ...transform.pass_infra import PassContext, Sequential
 from ..ir.bind import bind_params
 from ..ir.expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
 from .external import get_external
+from .kernel_pool import fork_map, workers_for
 from ..ir.functor import ExprMutator, post_order
 from .lower import choice_of, kernel_info, lower_function
 from ..ir.op.layout import layout_change
@@ -178,8 +180,10 @@ class _Planner:
         self.steps: list[dict] = []
         self._keep: list = []                 # lifted constants, stand-ins: ids key slots
         self._outputs: dict = {}              # id(external call) -> its outputs' slots
+        self._pending: dict = {}              # kernel name -> (fused function, choice)
         for expr in post_order(func.body):  # operands first: _plan's own recursion into
             self._plan(expr)                # them finds them planned (no deep stack)
+        self._make_kernels()
         outs = func.body.fields if isinstance(func.body, Tuple) else [func.body]
         self.plan = {
             "inputs": [{"name": p.name, "slot": self._slot(p), "shape": list(p.ty.shape),
@@ -245,25 +249,46 @@ class _Planner:
 
     def _kernel(self, fn: Function, name: str, text: str) -> None:
         """The kernel `name` of the fused function `fn` (whose text is `text`): from the
-        disk cache when it holds it, else lowered, its cache key kept to store it once
-        compiled."""
+        disk cache when it holds it, else pending, made by _make_kernels."""
         choice = choice_of(fn)
         self.info[name] = kernel_info(fn, choice)
         key = self._cache_key(name, text, choice)
         self.funcs[name] = disk_cache.load(key) if key else None
         if self.funcs[name] is None:
-            try:
-                sch, tensors, _ = lower_function(fn, name, choice)
-                self.funcs[name] = built_ir(sch, tensors, name)[name]
-            except RecursionError:
-                depth = PassContext.current().get_config("relay.FuseOps.max_depth")
-                raise BuildError(
-                    f"kernel {name}: its fused expression is too deep to lower within "
-                    f"Python's recursion limit ({sys.getrecursionlimit()}); fuse smaller "
-                    f"groups (the pass config relay.FuseOps.max_depth, now {depth}) or "
-                    f"raise the limit (sys.setrecursionlimit)") from None
+            self._pending[name] = (fn, choice)
             if key:
                 self.keys[name] = key
+
+    def _make_kernels(self) -> None:
+        """The pending kernels, made on the target's cores by forked workers (lowered and
+        compiled there: kernel_pool.py), or lowered here for compile_graph to compile."""
+        names = list(self._pending)
+        workers = workers_for(len(names), self.target.num_cores or os.cpu_count() or 1)
+        made = fork_map(self._compiled, names, workers) if workers else [None] * len(names)
+        for name, kernel in zip(names, made):
+            self.funcs[name] = kernel if kernel is not None else self._lowered(name)
+
+    def _compiled(self, name: str) -> tuple[dict, bytes]:
+        """In a worker: the kernel `name` compiled (compile_kernel), kept in the disk
+        cache under its key."""
+        kernel = compile_kernel(self._lowered(name), self.target)
+        if name in self.keys:
+            disk_cache.store(self.keys[name], *kernel)
+        return kernel
+
+    def _lowered(self, name: str):
+        """The pending kernel `name` lowered: its PrimFunc after the build pipeline."""
+        fn, choice = self._pending[name]
+        try:
+            sch, tensors, _ = lower_function(fn, name, choice)
+            return built_ir(sch, tensors, name)[name]
+        except RecursionError:
+            depth = PassContext.current().get_config("relay.FuseOps.max_depth")
+            raise BuildError(
+                f"kernel {name}: its fused expression is too deep to lower within "
+                f"Python's recursion limit ({sys.getrecursionlimit()}); fuse smaller "
+                f"groups (the pass config relay.FuseOps.max_depth, now {depth}) or "
+                f"raise the limit (sys.setrecursionlimit)") from None
 
     def _cache_key(self, name: str, text: str, choice) -> str | None:
         """The disk cache's key of a kernel: everything its code follows from (the fused
