@@ -8,8 +8,8 @@ and selects: no branch and no call, so one emission serves every lane. The polyn
 are weighted minimax fits of the reduced functions (fitted in float64, by linear
 programming over a dense grid, then rounded to float32); with float32 evaluation every
 function stays within 1e-6 relative error of the exact result over the whole float
-range (tests/compiler/test_fast_math.py measures it), and infinities, NaN, signed zeros
-and denormals come out as numpy's do.
+range (tests/compiler/codegen/test_fast_math.py measures it), and infinities, NaN,
+signed zeros and denormals come out as numpy's do.
 
 Multiplies and adds carry the `contract` flag, as the rest of codegen's do, so that LLVM
 fuses them into FMA where the target has it; nothing here relies on fusion.

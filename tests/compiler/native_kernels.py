@@ -1,7 +1,7 @@
 """Hand-written LLVM IR kernels that only *declare* the native runtime's functions, the
 way generated kernels do, JIT-compiled in their own engine after `ensure_loaded()`: what
-the tests of the runtime's thread pool (test_native_runtime.py) and of its timing loop
-(test_native_timer.py) call."""
+the tests of the runtime's thread pool (runtime/test_native_runtime.py) and of its
+timing loop (runtime/test_native_timer.py) call."""
 import ctypes
 import faulthandler
 

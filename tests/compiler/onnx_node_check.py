@@ -14,8 +14,9 @@ Each test ends in one outcome:
     crash     any other exception escaped: an error a user cannot read
 
 TABLE is the checked-in expectation, one line a test: `name<TAB>outcome<TAB>reason`.
-test_onnx_node_tests.py holds every test to it; benchmarks/onnx_conformance.py prints it
-against ONNX Runtime and writes it anew (--write-table) when an outcome moves on purpose.
+frontend/test_onnx_node_tests.py holds every test to it; benchmarks/onnx_conformance.py
+prints it against ONNX Runtime and writes it anew (--write-table) when an outcome moves
+on purpose.
 """
 from __future__ import annotations
 

@@ -17,9 +17,11 @@ from compiler import disk_cache, graph
 from compiler.frontend import from_onnx
 from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, PassInstrument
-from test_onnx_frontend import input_and_expected, residual
+import onnx_models
+from onnx_models import input_and_expected, residual
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# the helpers' folder, for the processes started here (tests/conftest.py's HELPERS)
+HELPERS = os.path.dirname(os.path.abspath(onnx_models.__file__))
 
 
 @pytest.fixture
@@ -126,11 +128,11 @@ def test_a_damaged_entry_is_a_miss_and_an_unwritable_cache_a_warning(cache, tmp_
 def test_processes_building_one_model_at_once_share_the_cache_safely(cache):
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {HERE!r})
+        sys.path.insert(0, {HELPERS!r})
         import numpy as np
         from compiler import graph
         from compiler.frontend import from_onnx
-        from test_onnx_frontend import residual
+        from onnx_models import residual
         mod, params = from_onnx(residual())
         out, = graph.build(mod, params=params).run(x=np.ones((1, 7, 13, 13), "float32"))
         print(float(out.sum()))

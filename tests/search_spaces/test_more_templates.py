@@ -91,8 +91,9 @@ def test_registered_templates():
 def test_conv2d_winograd_nchwc(args):
     """Sampled configs (register tiles, rows of the output tile, the transforms'
     row loops in or out, blocks of tile rows) on odd sizes, against Winograd's formula
-    on the same (random) transformed weights; tests/compiler/test_ops_conv2d_winograd.py
-    checks the formula against a direct convolution."""
+    on the same (random) transformed weights;
+    tests/compiler/ops/test_ops_conv2d_winograd.py checks the formula against a direct
+    convolution."""
     reference = search_spaces.get_template("conv2d_winograd_nchwc").reference
     samples = 2 if args[-1] == 4 else 4  # an F(4x4) kernel takes about 4 s to compile
     for cfg, ins, out in _run("conv2d_winograd_nchwc", args, sum(args), samples):

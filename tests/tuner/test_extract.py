@@ -3,14 +3,12 @@ weights, taken from the build's own passes without lowering a kernel."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("onnx")
-sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
 from resnet_onnx import resnet18  # noqa: E402
-from test_onnx_frontend import mlp, mobile_block  # noqa: E402
+from onnx_models import mlp, mobile_block  # noqa: E402
 
 from compiler import Target, graph  # noqa: E402
 from compiler.graph.ir.op.layout import channel_blocks  # noqa: E402

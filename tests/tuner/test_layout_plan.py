@@ -92,11 +92,8 @@ def test_resnet18_with_every_block_logged_needs_no_transform_between_its_layers(
     between blocks, so the only transforms are the image's into its block and the last
     feature map's out before the flatten; every convolution runs a logged record and
     the model matches ONNX Runtime."""
-    import sys
-    from pathlib import Path
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
     from resnet_onnx import resnet18
 
     from compiler.frontend import from_onnx

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,14 +18,12 @@ import pytest
 from compiler import graph
 from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
-from fake_measurer import FakeMeasurer
 from records import ApplyHistoryBest
 from tuner import Measurer, Task, extract_tasks, tune
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
-from test_onnx_frontend import input_and_expected, mlp  # noqa: E402
-
-from cli_check import autosched, invoke  # noqa: E402
+from cli_check import autosched, invoke
+from fake_measurer import FakeMeasurer
+from onnx_models import input_and_expected, mlp
 
 rng = np.random.default_rng(23)
 WEIGHT = rng.standard_normal((40, 37)).astype("float32")

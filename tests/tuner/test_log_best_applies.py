@@ -5,9 +5,7 @@ fastest; the build's plan agrees."""
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,8 +123,7 @@ def test_log_best_and_the_compile_table_show_a_packed_layers_blocks(tmp_path):
     the first's as they are (no transform between them; which of the two widens is a
     tie, as they are one workload, and the residual add computes in either block)."""
     onnx = pytest.importorskip("onnx")
-    sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
-    from test_onnx_frontend import residual
+    from onnx_models import residual
     onnx.save(residual(2 * L, 13), tmp_path / "block.onnx")
     layer = (1, 2 * L, 13, 13, 2 * L, 3, 3, 1, 1)
     widen, narrow = ("conv2d_nchwc", (*layer, L, 2 * L)), ("conv2d_nchwc", (*layer, 2 * L, L))

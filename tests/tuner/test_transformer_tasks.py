@@ -4,18 +4,15 @@ a log's records for those schedule the build's kernels (records.ApplyHistoryBest
 the model still matches ONNX Runtime."""
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("onnxruntime")
-sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
 from onnx import TensorProto, helper  # noqa: E402
 from onnx_cases import check_against_ort  # noqa: E402
-from test_onnx_model_families import Graph, _attention_layer  # noqa: E402
+from onnx_graph import Graph, attention_layer  # noqa: E402
 
 import records  # noqa: E402
 import search_spaces  # noqa: E402
@@ -30,7 +27,7 @@ SEQ, HIDDEN, HEADS = 13, 74, 2
 
 def encoder_layer():
     g = Graph()
-    y = _attention_layer(g, "x", SEQ, HIDDEN, HEADS, pre_norm=False)
+    y = attention_layer(g, "x", SEQ, HIDDEN, HEADS, pre_norm=False)
     return g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
                    [y], opset=20)
 

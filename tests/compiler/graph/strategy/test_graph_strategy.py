@@ -232,7 +232,7 @@ def test_a_build_without_the_entry_point_warns_once_naming_the_group(monkeypatch
 
 
 def test_an_mlp_from_onnx_gets_the_dense_template_for_its_gemm_and_its_matmul_and_softmax():
-    from test_onnx_frontend import input_and_expected, mlp
+    from onnx_models import input_and_expected, mlp
     from compiler.frontend import from_onnx
     m = mlp()
     x, want = input_and_expected(m)

@@ -12,7 +12,7 @@ from compiler.frontend import from_onnx
 from compiler.graph.passes.alter_op_layout import block_forms
 from compiler.graph.ir.op.layout import channel_blocks
 from compiler.transform.pass_infra import PassContext
-from test_onnx_frontend import input_and_expected, residual
+from onnx_models import input_and_expected, residual
 
 AVX512 = "llvm -mcpu=skylake-avx512"
 HASWELL = "llvm -mcpu=haswell"

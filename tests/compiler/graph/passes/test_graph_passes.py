@@ -14,7 +14,7 @@ from compiler.graph.ir.functor import post_order
 from compiler.graph.ir.reference import evaluate
 from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, Sequential
-from test_graph_ir import T, example
+from graph_example import T, example
 
 rng = np.random.default_rng(0)
 

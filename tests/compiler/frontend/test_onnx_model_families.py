@@ -3,76 +3,17 @@ sizes: 7, 13, 37), imported, built at opt level 3 and held to ONNX Runtime (max
 relative error 1e-4): a BERT-style encoder layer on token ids, a ViT-style pre-norm
 layer with a class token, an EfficientNet MBConv block with squeeze-excite and SiLU, and
 a YOLO-style neck block (SiLU convolutions, Split, SPP max pools, nearest Resize,
-Concat). The U-Net block is tests/compiler/test_onnx_vision_ops.py's."""
+Concat). The U-Net block is tests/compiler/frontend/test_onnx_vision_ops.py's."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("onnxruntime")
 
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 from onnx_cases import check_against_ort  # noqa: E402
-
-rng = np.random.default_rng(31)
-
-
-class Graph:
-    """A model under construction: nodes, initializers, fresh names."""
-
-    def __init__(self):
-        self.nodes, self.inits, self.n = [], [], 0
-
-    def const(self, value, dtype="float32"):
-        self.n += 1
-        name = f"c{self.n}"
-        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
-        return name
-
-    def weight(self, *shape, scale=0.3):
-        return self.const(rng.standard_normal(shape) * scale)
-
-    def op(self, op_type, *inputs, outputs=1, **attrs):
-        self.n += 1
-        names = [f"v{self.n}_{k}" for k in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names, **attrs))
-        return names[0] if outputs == 1 else names
-
-    def model(self, inputs, outputs, opset=17):
-        g = helper.make_graph(self.nodes, "family", inputs,
-                              [helper.make_empty_tensor_value_info(o) for o in outputs],
-                              self.inits)
-        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _attention_layer(g, x, seq, hidden, heads, pre_norm):
-    """One encoder layer as PyTorch exports it: MatMul + bias projections, heads split
-    by Reshape / Transpose, Softmax(QK^T / sqrt(d)) V, Gelu MLP, LayerNorm, residuals."""
-    d = hidden // heads
-
-    def linear(v, n_in, n_out):
-        return g.op("Add", g.op("MatMul", v, g.weight(n_in, n_out)), g.weight(n_out))
-
-    def heads_of(v):
-        split = g.op("Reshape", v, g.const([1, seq, heads, d], "int64"))
-        return g.op("Transpose", split, perm=[0, 2, 1, 3])
-
-    def norm(v):
-        return g.op("LayerNormalization", v, g.weight(hidden), g.weight(hidden))
-    h = norm(x) if pre_norm else x
-    q, k, v = (heads_of(linear(h, hidden, hidden)) for _ in range(3))
-    kt = g.op("Transpose", k, perm=[0, 1, 3, 2])
-    scores = g.op("Div", g.op("MatMul", q, kt), g.const(np.sqrt(d)))
-    ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
-    merged = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]),
-                  g.const([1, seq, hidden], "int64"))
-    x = g.op("Add", x, linear(merged, hidden, hidden))
-    x = x if pre_norm else norm(x)
-    h = norm(x) if pre_norm else x
-    mlp = linear(g.op("Gelu", linear(h, hidden, 4 * hidden)), 4 * hidden, hidden)
-    x = g.op("Add", x, mlp)
-    return x if pre_norm else norm(x)
+from onnx_graph import Graph, attention_layer, rng  # noqa: E402
 
 
 def test_a_bert_style_encoder_layer_on_token_ids_matches_onnx_runtime():
@@ -83,7 +24,7 @@ def test_a_bert_style_encoder_layer_on_token_ids_matches_onnx_runtime():
                                                      g.const(seq, "int64"),
                                                      g.const(1, "int64")))
     x = g.op("LayerNormalization", g.op("Add", emb, pos), g.weight(hidden), g.weight(hidden))
-    y = _attention_layer(g, x, seq, hidden, heads, pre_norm=False)
+    y = attention_layer(g, x, seq, hidden, heads, pre_norm=False)
     model = g.model([helper.make_tensor_value_info("ids", TensorProto.INT64, [1, seq])],
                     [y], opset=20)
     ids = rng.integers(0, vocab, (1, seq)).astype("int64")
@@ -98,7 +39,7 @@ def test_a_vit_style_pre_norm_layer_with_a_class_token_matches_onnx_runtime():
                   perm=[0, 2, 1])  # 7 x 7 image patches of a 28 x 28 image: 49 tokens
     x = g.op("Concat", g.weight(1, 1, hidden), tokens, axis=1)
     x = g.op("Add", x, g.weight(1, 50, hidden))
-    x = _attention_layer(g, x, 50, hidden, heads, pre_norm=True)
+    x = attention_layer(g, x, 50, hidden, heads, pre_norm=True)
     cls = g.op("Gather", x, g.const(0, "int64"), axis=1)
     logits = g.op("Gemm", cls, g.weight(7, hidden), g.weight(7), transB=1)
     model = g.model([helper.make_tensor_value_info("image", TensorProto.FLOAT,

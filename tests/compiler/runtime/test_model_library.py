@@ -21,7 +21,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import helper  # noqa: E402
-from test_onnx_frontend import mlp, model, tensor, weight  # noqa: E402
+from onnx_models import mlp, model, tensor, weight  # noqa: E402
 
 from compiler import graph, runtime  # noqa: E402
 from compiler.errors import BuildError  # noqa: E402
@@ -34,7 +34,7 @@ from compiler.target import Target  # noqa: E402
 CC = c_compiler()
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler (cc, gcc or clang, or "
                                                    "$CC) to link a model library with")
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def residual_then_depthwise(c: int = 7, size: int = 13):

@@ -11,7 +11,7 @@ import pytest
 
 from compiler import graph, runtime
 from compiler.frontend import from_onnx
-from test_onnx_frontend import input_and_expected, residual
+from onnx_models import input_and_expected, residual
 
 rng = np.random.default_rng(3)
 

@@ -16,7 +16,7 @@ from compiler.frontend import from_onnx
 from compiler.graph.ir.op.layout import channel_blocks
 from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
-from test_onnx_frontend import input_and_expected, residual
+from onnx_models import input_and_expected, residual
 
 rng = np.random.default_rng(5)
 

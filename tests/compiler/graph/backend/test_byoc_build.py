@@ -21,7 +21,7 @@ from compiler.frontend import from_onnx
 from compiler.graph.backend.external import register_external
 from compiler.graph.ir.op import register_op_attr
 from compiler.graph.ir.reference import evaluate
-from test_onnx_frontend import MODELS, input_and_expected
+from onnx_models import MODELS, input_and_expected
 
 rng = np.random.default_rng(19)
 

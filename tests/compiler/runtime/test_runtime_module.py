@@ -13,7 +13,7 @@ from compiler import runtime, te
 from compiler.codegen.llvm import CodeGenLLVM
 from compiler.errors import ModuleFormatError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(compiler.__file__)))  # the repository
 
 
 def _saxpy():

@@ -13,7 +13,7 @@ from compiler import graph
 from compiler.frontend import from_onnx
 from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
-from test_onnx_frontend import input_and_expected, model, tensor, weight
+from onnx_models import input_and_expected, model, tensor, weight
 
 rng = np.random.default_rng(11)
 

@@ -7,8 +7,6 @@ in this process (cli_check.invoke), tuning on the session's Ray."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +14,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "compiler"))
-from test_onnx_frontend import mobile_block, pads_and_concat  # noqa: E402
+from onnx_models import mobile_block, pads_and_concat  # noqa: E402
 
 from cli_check import autosched, invoke  # noqa: E402
 

@@ -10,26 +10,7 @@ from compiler import graph
 from compiler.graph import GraphTypeError, TensorType, TupleType
 from compiler.ir.module import IRModule
 from compiler.transform.pass_infra import PassContext, Sequential
-
-
-def example(c_data=None):
-    """The reference's example(), in our constructors. Its constant is np.empty there;
-    zeros here (garbage makes FoldConstant warn), or `c_data` where numbers are compared."""
-    shape = (1, 64, 54, 54)
-    c = graph.const(np.zeros(shape, "float32") if c_data is None else c_data)
-    weight = graph.var("weight", shape=(64, 64, 3, 3))
-    x = graph.var("x", graph.TensorType((1, 64, 56, 56), "float32"))
-    conv = graph.nn.conv2d(x, weight)
-    y = graph.add(c, c)
-    y = graph.multiply(y, graph.const(2, "float32"))
-    y = graph.add(conv, y)
-    z = graph.add(y, c)
-    z1 = graph.add(y, c)
-    z2 = graph.add(z, z1)
-    return graph.Function([x, weight], z2)
-
-
-T = "Tensor[(1, 64, 54, 54), float32]"
+from graph_example import T, example
 
 
 def test_the_example_prints_in_the_reference_text_form():

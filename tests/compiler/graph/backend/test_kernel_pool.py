@@ -14,7 +14,7 @@ import pytest
 from compiler import graph
 from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext, PassInstrument
-from test_onnx_frontend import input_and_expected, residual
+from onnx_models import input_and_expected, residual
 
 pool = importlib.import_module("compiler.graph.backend.kernel_pool")
 build_module = importlib.import_module("compiler.graph.backend.build")
