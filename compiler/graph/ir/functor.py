@@ -29,10 +29,20 @@ class ExprMutator:
     def visit(self, expr: Expr) -> Expr:
         key = id(expr)
         if key not in self.memo:
-            for node in _below(expr, self.memo):
-                self.visit(node)  # (a subclass's visit too: each node as it would be)
+            if not self.stops(expr):
+                for node in depth_first(expr, self._known)[:-1]:
+                    self.visit(node)  # (a subclass's visit too: each node as it would be)
             self.memo[key] = self._visit(expr)
         return self.memo[key]
+
+    def stops(self, expr: Expr) -> bool:
+        """Whether the subclass's `visit` replaces `expr` without visiting below it (a
+        substitution's mapped nodes): the work list does not walk below it either, or
+        each visit would walk the whole graph above a substituted operand."""
+        return False
+
+    def _known(self, expr: Expr) -> bool:
+        return id(expr) in self.memo or self.stops(expr)
 
     def _visit(self, expr: Expr) -> Expr:
         if isinstance(expr, (Var, Constant)):

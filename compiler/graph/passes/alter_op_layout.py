@@ -243,6 +243,9 @@ class _Substitute(ExprMutator):
         found = self.mapping.get(id(expr))
         return found if found is not None else super().visit(expr)
 
+    def stops(self, expr: Expr) -> bool:
+        return id(expr) in self.mapping
+
 
 def _probe(call: Call, data_layout: str, planned: Planned | None = None) -> Call | None:
     """The form the op's layout rule (or the planner's `planned` choice) gives the typed
