@@ -108,9 +108,13 @@ def test_a_signal_stops_tuning_after_the_batch_in_flight_which_is_logged(tmp_pat
         start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while (seen := records_in(db)) < 1 + BATCH + 2:  # the fallback, a batch, its control
+        while records_in(db) < 1 + BATCH + 2:  # the fallback, a batch, its control
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.1)
+        # a moment into the next batch (its candidates are timed for 0.1 s each at least),
+        # not in the instant between two batches, where no batch is in flight
+        time.sleep(0.25)
+        seen = records_in(db)
         if signum == signal.SIGINT:  # a terminal's Ctrl-C: the whole process group
             os.killpg(proc.pid, signum)
         else:  # `kill PID`
