@@ -18,6 +18,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from .. import disk_cache
 from ..llvm_target import optimize, target_machine
 from ..target import host_target
 
@@ -48,14 +49,30 @@ def _exported_names(mod) -> list[str]:
 
 
 def _load() -> dict[str, int]:
-    """JIT-compile runtime.ll at O3 for the host and register its exported symbols."""
+    """JIT-compile runtime.ll at O3 for the host and register its exported symbols; its
+    object code and exported names come from the disk cache when it holds them (a tenth
+    of a second of LLVM that every process would spend again), keyed by the IR, the
+    host target and the LLVM version."""
     global _engine
-    tm = target_machine(host_target())
-    mod = llvm.parse_assembly(runtime_ir())
-    mod.verify()
-    optimize(mod, tm)
-    names = _exported_names(mod)
-    engine = llvm.create_mcjit_compiler(mod, tm)
+    host = host_target()
+    tm = target_machine(host)
+    key = disk_cache.cache_key("native runtime", runtime_ir(), str(host),
+                               list(llvm.llvm_version_info)) \
+        if disk_cache.cache_dir() is not None else None
+    cached = disk_cache.load(key) if key else None
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    if cached is not None:
+        names = cached[0]["names"]
+        engine.add_object_file(llvm.ObjectFileRef.from_data(cached[1]))
+    else:
+        mod = llvm.parse_assembly(runtime_ir())
+        mod.verify()
+        optimize(mod, tm)
+        names = _exported_names(mod)
+        obj = tm.emit_object(mod)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        if key:
+            disk_cache.store(key, {"names": names}, obj)
     engine.finalize_object()
     symbols = {}
     for name in names:

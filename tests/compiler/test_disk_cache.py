@@ -148,3 +148,31 @@ def test_processes_building_one_model_at_once_share_the_cache_safely(cache):
     assert again.returncode == 0, again.stderr
     assert {out.strip() for out, _ in outs} == {again.stdout.strip()}
     assert not [p for p in cache.rglob(".tmp-*")]
+
+
+def test_a_new_process_takes_the_native_runtime_from_the_cache(cache):
+    """runtime.ll's object code is cached: a second process loads it without optimizing
+    any LLVM module, and a parallel kernel runs on it."""
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from compiler import build, te
+        from compiler.runtime import native
+        if sys.argv[1] == "again":  # nothing is to be compiled but the kernel below
+            native.optimize = lambda *a: (_ for _ in ()).throw(AssertionError("compiled"))
+        native.ensure_loaded()
+        a = te.placeholder((1000,), name="a")
+        b = te.compute((1000,), lambda i: a[i] * 2, name="b")
+        s = te.create_schedule(b.op)
+        s[b].parallel(b.op.axis[0])
+        x, y = np.arange(1000, dtype="float32"), np.zeros(1000, "float32")
+        build(s, [a, b])(x, y)
+        print(bool(np.all(y == 2 * x)))
+    """)
+    env = {**os.environ, "AUTOSCHED_CACHE_DIR": str(cache)}
+    env.pop("AUTOSCHED_NO_CACHE", None)
+    for run in ("first", "again"):
+        done = subprocess.run([sys.executable, "-c", script, run], env=env, text=True,
+                              capture_output=True, timeout=300)
+        assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    assert len(entries(cache)) == 1
