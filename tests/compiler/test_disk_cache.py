@@ -16,6 +16,7 @@ import pytest
 from compiler import disk_cache, graph
 from compiler.frontend import from_onnx
 from compiler.ir.module import IRModule
+from compiler.runtime import native
 from compiler.transform.pass_infra import PassContext, PassInstrument
 import onnx_models
 from onnx_models import input_and_expected, residual
@@ -26,7 +27,9 @@ HELPERS = os.path.dirname(os.path.abspath(onnx_models.__file__))
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """The cache on, in a folder of the test's own."""
+    """The cache on, in a folder of the test's own, which then holds kernels only (the
+    native runtime was loaded before, without it)."""
+    native.ensure_loaded()
     monkeypatch.delenv("AUTOSCHED_NO_CACHE", raising=False)
     monkeypatch.setenv("AUTOSCHED_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
