@@ -446,8 +446,8 @@ def bind_simplified(e: E.Expr, env: dict, memo: dict | None = None) -> E.Expr:
 
 def _select_key(e: E.Select, env: dict, memo: dict):
     """The memo's key of the Select `e` under `env`: the node, and the value of each of
-    its free variables (an int where bound to a constant, else the bound expression's
-    identity). None when a variable is bound to something else than a constant."""
+    its free variables (an int where bound to a constant, None where unbound); None
+    when one is bound to something other than a constant (then nothing is remembered)."""
     free = memo.get(id(e))
     if free is None:
         free = memo[id(e)] = (e, tuple(dict.fromkeys(collect(e, _is_var))))

@@ -25,7 +25,8 @@ Every fused function becomes one kernel (lower.py): its ops as te computes, its 
 scheduled by the strategy registered for it (strategy.py: a template's config under
 the current dispatch context) or by compiler.ops' schedules; one kernel per distinct
 function (equal text: the same ops on the same shapes). All kernels (an LLVM module
-each, compiled on the target's cores at once: codegen/compile.py) load as one module
+each, compiled on the target's cores at once: codegen/compile.py; with 4 or more to
+make, lowered there too, by forked workers: kernel_pool.py) load as one module
 with `graph_run`, the native entry function that calls them in order
 (codegen/graph_entry.py), and an external function through the address the executor
 puts in a slot of its own. An external function's non-scalar constants become extra
