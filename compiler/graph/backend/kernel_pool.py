@@ -37,7 +37,8 @@ _WORK = None  # the function a forked worker applies to an item (set before fork
 def workers_for(kernels: int, cores: int) -> int:
     """How many worker processes make `kernels` kernels on a target of `cores` cores:
     0 to make them here (see the module docstring)."""
-    if kernels < MIN_KERNELS or min(cores, os.cpu_count() or 1) < 2:
+    cores = min(cores, _usable_cores())
+    if kernels < MIN_KERNELS or cores < 2:
         return 0
     if "fork" not in multiprocessing.get_all_start_methods():
         return 0
@@ -46,7 +47,15 @@ def workers_for(kernels: int, cores: int) -> int:
     ray = sys.modules.get("ray")
     if ray is not None and getattr(ray, "is_initialized", lambda: False)():
         return 0
-    return min(cores, os.cpu_count() or 1, kernels)
+    return min(cores, kernels)
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity: taskset, a container's cpuset),
+    which can be fewer than the machine has."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def fork_map(work, items: list, workers: int) -> list:
