@@ -22,13 +22,15 @@ import inspect
 import json
 import marshal
 import os
+import pickle
 import typing
 from dataclasses import dataclass, field
 from collections.abc import Callable
 
 import numpy as np
 
-from compiler import Target
+import compiler
+from compiler import Target, disk_cache
 
 from .binding import Binding
 from .errors import SpaceError, did_you_mean
@@ -189,10 +191,29 @@ class Template:
         target = Target.resolve(target)
         key = (args, target.vector_unit)
         if key not in self._spaces:
-            cs = ConfigSpace(self.name, args, self.version)
-            self.run(cs, args, target)
-            self._spaces[key] = cs.complete()
+            stored = self._stored_key(args, target)
+            cs = _load_space(stored, self.name)
+            if cs is None:
+                cs = ConfigSpace(self.name, args, self.version)
+                self.run(cs, args, target)
+                cs = cs.complete()
+                if stored:
+                    disk_cache.store(stored, {"config_space": self.name}, pickle.dumps(cs))
+            self._spaces[key] = cs
         return self._spaces[key]
+
+    def _stored_key(self, args: tuple, target) -> str | None:
+        """The disk cache's key of this template's space for `args` on `target`'s vector
+        unit: a build whose kernels come from the cache need not run the templates its
+        chooser weighs to define their knobs. It holds what the space follows from: the
+        template, its version, the arguments, the vector unit, and the source of the
+        compiler and of this package. None with the cache off."""
+        if disk_cache.cache_dir() is None:
+            return None
+        return disk_cache.cache_key(
+            "config space", self.name, self.version, repr(args), repr(target.vector_unit),
+            disk_cache.source_version(os.path.dirname(os.path.abspath(compiler.__file__))),
+            disk_cache.source_version(os.path.dirname(os.path.abspath(__file__))))
 
     def reference_outputs(self, args: tuple, inputs: list) -> list[np.ndarray]:
         """The expected outputs for bound `args` and the numpy `inputs` (in the order the
@@ -281,3 +302,16 @@ def bound_templates(op_name: str | None = None) -> list[Template]:
     in the order they were registered."""
     return [t for t in _TEMPLATES.values()
             if t.binding is not None and (op_name is None or op_name in t.binding.ops)]
+
+
+def _load_space(key: str | None, name: str) -> ConfigSpace | None:
+    """The space stored under `key` (Template._stored_key), or None: none stored, or
+    an entry that does not read back as this template's ConfigSpace (a miss)."""
+    found = disk_cache.load(key) if key else None
+    if found is None or found[0].get("config_space") != name:
+        return None
+    try:
+        cs = pickle.loads(found[1])
+    except Exception:  # noqa: BLE001 - a damaged entry is a miss
+        return None
+    return cs if isinstance(cs, ConfigSpace) and cs.template_name == name else None

@@ -176,3 +176,34 @@ def test_a_template_defining_a_knob_its_space_lacks_is_caught():
     cfg = search_spaces.space("registry_test_unstable").get(0)
     with pytest.raises(SpaceError, match="has no knob 'other'"):
         instantiate("registry_test_unstable", config=cfg)
+
+
+def test_a_space_defined_once_comes_from_the_disk_cache_without_running_the_template(
+        tmp_path, monkeypatch):
+    """A build whose kernels are cached still weighs its candidates' spaces: the space
+    is kept on disk (with the compile cache), so a new process does not run the template
+    to define the knobs again; off with the cache, and the same space either way."""
+    from compiler import Target
+    from search_spaces.registry import Template
+    monkeypatch.delenv("AUTOSCHED_NO_CACHE", raising=False)
+    monkeypatch.setenv("AUTOSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    tmpl = search_spaces.get_template("conv2d_nchwc")
+    args = tmpl.bind((1, 16, 13, 13, 24, 3, 3, 1, 1, 8, 8))
+    target = Target("llvm -mcpu=haswell")
+    tmpl._spaces.clear()  # as in a new process
+    first = tmpl.space(args, target)
+    tmpl._spaces.clear()
+
+    def run(*a, **k):
+        raise AssertionError("the template was run")
+    monkeypatch.setattr(Template, "run", run)
+    again = tmpl.space(args, target)
+    assert again is not first
+    assert [k.describe() for k in again.space_map.values()] == \
+        [k.describe() for k in first.space_map.values()]
+    assert len(again) == len(first) and again.fallback() == first.fallback()
+    tmpl._spaces.clear()
+    monkeypatch.setenv("AUTOSCHED_NO_CACHE", "1")
+    with pytest.raises(AssertionError, match="the template was run"):
+        tmpl.space(args, target)
+    tmpl._spaces.clear()
