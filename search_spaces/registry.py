@@ -29,8 +29,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-import compiler
 from compiler import Target, disk_cache
+from compiler.build import build_key
 
 from .binding import Binding
 from .errors import SpaceError, did_you_mean
@@ -206,14 +206,14 @@ class Template:
         """The disk cache's key of this template's space for `args` on `target`'s vector
         unit: a build whose kernels come from the cache need not run the templates its
         chooser weighs to define their knobs. It holds what the space follows from: the
-        template, its version, the arguments, the vector unit, and the source of the
-        compiler and of this package. None with the cache off."""
-        if disk_cache.cache_dir() is None:
+        template, its version, the arguments, the vector unit, and what a kernel's key
+        holds besides its own description (compiler.build.build_key: the target, the
+        source of the compiler and of this package, ...). None with the cache off."""
+        context = build_key(target, [os.path.dirname(os.path.abspath(__file__))])
+        if context is None:
             return None
-        return disk_cache.cache_key(
-            "config space", self.name, self.version, repr(args), repr(target.vector_unit),
-            disk_cache.source_version(os.path.dirname(os.path.abspath(compiler.__file__))),
-            disk_cache.source_version(os.path.dirname(os.path.abspath(__file__))))
+        return disk_cache.cache_key("config space", self.name, self.version, repr(args),
+                                    repr(target.vector_unit), context)
 
     def reference_outputs(self, args: tuple, inputs: list) -> list[np.ndarray]:
         """The expected outputs for bound `args` and the numpy `inputs` (in the order the

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..arith.simplify import bind_simplified, simplify
+from ..arith.bind import bind_simplified
+from ..arith.simplify import simplify
 from ..ir import expr as E
 from ..ir.expr import Load
 from ..ir.functor import children, free_vars, map_children, substitute, transform

@@ -118,7 +118,7 @@ def test_binding_constants_into_a_simplified_expression_matches_simplifying_it_w
     are redone, a decided Select keeps its branch) gives the expression that
     simplify(substitute(...)) gives, on 400 seeded random expressions."""
     import random
-    from compiler.arith.simplify import bind_simplified
+    from compiler.arith.bind import bind_simplified
     from compiler.ir.functor import substitute
     rng = random.Random(44)
     i, j, k = E.Var("i"), E.Var("j"), E.Var("k")
@@ -164,7 +164,7 @@ def test_the_vector_identities_that_hold_for_every_value_and_no_other():
 
 
 def bind_simplified_of(e, values: dict) -> str:
-    from compiler.arith.simplify import bind_simplified
+    from compiler.arith.bind import bind_simplified
     from compiler.ir.functor import collect
     names = {v.name: v for v in collect(e, lambda n: isinstance(n, E.Var))}
     return str(bind_simplified(e, {names[k]: E.IntImm(v) for k, v in values.items()}))
