@@ -1,6 +1,14 @@
-"""The suite runs without the on-disk compile cache (compiler/disk_cache.py): a test that
-patches the lowering must see it run, not a kernel an earlier test left on disk;
-tests/compiler/test_disk_cache.py turns it on in a folder of its own.
+"""The suite runs with the on-disk compile cache (compiler/disk_cache.py) on, as a user's
+builds do, in a folder of its own made for the run (never the user's cache) and shared by
+every process of the run (the xdist workers, Ray's workers, the `autosched` subprocesses:
+they inherit it from the environment), and removed at its end. Kernels recur across the
+suite (about a third of the graph builds' kernels are made by an earlier test: the node
+tests' elementwise kernels above all), and each recurrence costs a look-up instead of its
+lowering and LLVM. The cache is keyed by everything a kernel's code follows from, so a
+hit is the kernel the test would have made. A test that patches the lowering or the
+builder, and must see it run, turns the cache off for itself (monkeypatch.setenv
+AUTOSCHED_NO_CACHE=1: test_kernel_pool.py, test_extract.py) or points it at a folder of
+its own (test_disk_cache.py, test_builder.py).
 
 The test files sit in folders that mirror the packages' (the tests of
 compiler/graph/passes/ in tests/compiler/graph/passes/), and import the suite's helpers
@@ -22,10 +30,19 @@ about half a second a process, 35 s of the tuner tests' 175 s on two cores. Thei
 bytecode goes to one folder of pytest's cache instead (sys.pycache_prefix, and
 PYTHONPYCACHEPREFIX for the processes started from here), never beside the sources."""
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-os.environ["AUTOSCHED_NO_CACHE"] = "1"
+_SUITE_CACHE = "AUTOSCHED_SUITE_CACHE"  # set by the process that made the run's folder
+if _SUITE_CACHE not in os.environ:  # pytest's own process (xdist's controller): make it
+    _MADE_CACHE = tempfile.mkdtemp(prefix="autosched-suite-cache-")
+    os.environ[_SUITE_CACHE] = _MADE_CACHE
+else:
+    _MADE_CACHE = None
+os.environ["AUTOSCHED_CACHE_DIR"] = os.environ[_SUITE_CACHE]
+os.environ.pop("AUTOSCHED_NO_CACHE", None)
 
 TESTS = Path(__file__).resolve().parent
 HELPERS = [TESTS / "compiler", TESTS / "tuner"]
@@ -39,3 +56,9 @@ if sys.dont_write_bytecode:
     sys.pycache_prefix = _PYCACHE
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
+
+
+def pytest_unconfigure(config):
+    """The run's cache folder removed by the process that made it, once all is done."""
+    if _MADE_CACHE is not None:
+        shutil.rmtree(_MADE_CACHE, ignore_errors=True)
