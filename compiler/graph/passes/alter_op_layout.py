@@ -69,7 +69,7 @@ class Planned:
     output block) it computes in (None: NCHW, unaltered), and the layout its result is
     to be in (its layout class's: a transform follows where that is not the block it
     writes). `winograd`: whether a convolution in those blocks runs by Winograd (None:
-    as the chooser decides, LayoutContext.decide; block_forms' variants force it either
+    as the chooser decides, LayoutContext.alter_chosen; block_forms' variants force it either
     way)."""
     blocks: tuple[int, int] | None
     layout: str
@@ -80,9 +80,9 @@ class LayoutContext(ExprMutator):
     """The pass, and what a layout rule sees of it (see op/layout_rules.py): the layout of
     each rewritten value, the NCHW type it had, and the transforms between layouts.
 
-    choose: whether `alter(..., choose=True)` and `decide(..., keep=True)` ask the
-        chooser whether to keep the call as it stands (False: an altered form, as a
-        probe of what the rule would make of a call wants).
+    choose: whether `alter_chosen(..., keep=True)` asks the chooser whether to keep the
+        call as it stands (False: an altered form, as a probe of what the rule would
+        make of a call wants).
     plan: {id(call of the function rewritten): Planned}, the layout planner's choices
         (layout_plan.plan_layouts); a call without one gets its rule's own choice."""
 
@@ -154,55 +154,39 @@ class LayoutContext(ExprMutator):
         self._nchw_type[id(expr)] = nchw_type
         return expr
 
-    def alter(self, call: Call, fn: Callable, choose: bool = False) -> Expr | None:
+    def alter(self, call: Call, fn: Callable) -> Expr | None:
         """`fn(attrs, inputs, tinfos, out_type)` (Relay's alteration signature) applied to
         `call` on its NCHW operands: a call that computes in a packed data layout gets its
         data converted into it and its result marked with its out_layout; another
-        expression is returned as it is; None keeps the call. `choose`: the altered form
-        is kept only when the chooser does not pick an implementation of `call` as it
-        stands (see the module docstring)."""
+        expression is returned as it is; None keeps the call."""
+        return self.alter_chosen(call, [fn], keep=False)
+
+    def alter_chosen(self, call: Call, fns: list[Callable], keep: bool) -> Expr | None:
+        """`call` altered (as by alter) by the one of the alterations `fns` whose form the
+        chooser takes, in one question over the typed forms they give `call` and, with
+        `keep` (and `choose`), `call` itself, ordered so (implementation_forms' order:
+        the altered forms first); None where it takes `call` as it stands. An
+        alteration that gives an earlier one's form, or none, counts as that earlier one
+        (or as the call). When the chooser takes an op's own default, which every form
+        has, the last alteration that alters. Each alteration runs once: the form
+        applied is the one the chooser was asked about (a dense's weights are packed
+        once)."""
         nchw = [self.convert(a, "NCHW") for a in call.args]
         types = [self.nchw_type(a) for a in call.args]
-        new = fn(dict(call.attrs), nchw, types, call.ty)
-        if isinstance(new, Call) and choose and self.choose and \
-                _keeps_original(call, nchw, types, _implementation(new)):
-            return None
+        news = [fn(dict(call.attrs), nchw, types, call.ty) for fn in fns]
+        if len(news) == 1 and not (keep and self.choose):  # nothing to choose between
+            return self._applied(call, news[0])
+        chosen = _chosen_form(call, nchw, types, news, keep and self.choose)
+        return None if chosen is None else self._applied(call, news[chosen])
+
+    def _applied(self, call: Call, new: Expr | None) -> Expr | None:
+        """The alteration `new` of `call` in place: its data converted into the packed
+        layout it computes in, its result marked with its out_layout."""
         if isinstance(new, Call) and is_packed(new.attrs.get("data_layout", "NCHW")):
             layout = new.attrs["data_layout"]
             out = Call(new.op, (self.convert(call.args[0], layout), *new.args[1:]), new.attrs)
             return self.mark(out, new.attrs.get("out_layout") or layout)
         return new
-
-    def decide(self, call: Call, fns: list[Callable], keep: bool) -> int | None:
-        """The one decision between a call's forms (a convolution by Winograd or
-        directly, or kept as it stands): which of the alterations `fns` gives the form
-        whose candidate the chooser takes, in one question over the typed forms they
-        give `call` and, with `keep`, `call` itself, ordered so (implementation_forms'
-        order: the altered forms first); the index of that alteration, or None for the
-        call as it stands. An alteration that gives an earlier one's form, or none,
-        counts as that earlier one (or as the call). When the chooser takes an op's own
-        default, which every form has, the last alteration that alters. Nothing is
-        applied; the forms are typed on vars of the operands' types."""
-        nchw = [self.convert(a, "NCHW") for a in call.args]
-        types = [self.nchw_type(a) for a in call.args]
-        news, index = [], []
-        for i, fn in enumerate(fns):
-            new = fn(dict(call.attrs), nchw, types, call.ty)
-            if isinstance(new, Call) and all(new.attrs != n.attrs for n in news):
-                news.append(new)
-                index.append(i)
-        if not news:
-            return None
-        if keep:
-            news.append(Call(call.op, tuple(nchw), call.attrs))
-        forms = _typed_forms(nchw, types, [_implementation(n) for n in news])
-        chosen = choose_implementation(forms, applies=False).candidate
-        if chosen.workload is None:
-            return index[-1]
-        for i, form in enumerate(forms):
-            if chosen.workload in {c.workload for c in candidates(form)}:
-                return index[i] if i < len(index) else None
-        return index[-1]
 
     def rewrite_call(self, call: Call) -> Expr:
         out = self._rewrite(call)
@@ -319,26 +303,28 @@ def _implementation(new: Call) -> Call:
     return new
 
 
-def _keeps_original(call: Call, nchw: list, types: list, new: Call) -> bool:
-    """Whether the build keeps `call` as it stands although its layout rule alters it
-    (into `new`, on the operands `nchw`): the two forms are implementations of one op
-    (conv2d_nchw and conv2d_nchwc, dense and dense_pack), each a task of its own, and the
-    chooser picks among the candidates of both, ordered as implementation_forms orders
-    them (with no record, the altered form). Nothing is applied here: lowering asks
-    again for the form that stays."""
-    original = Call(call.op, tuple(nchw), call.attrs)
-    # the chosen candidate is one of the two forms': the original's unless the altered has it
-    return _first_form_chosen(_typed_forms(nchw, types, [new, original])) is False
-
-
-def _first_form_chosen(forms: list[Call]) -> bool | None:
-    """Whether the chooser's choice among the typed `forms` is a candidate of the first
-    (True) or of another (False); None when it is an op's own default schedule, which
-    every form has."""
-    chosen = choose_implementation(forms, applies=False).candidate
-    if chosen.workload is None:
+def _chosen_form(call: Call, nchw: list, types: list, news: list, keep: bool) -> int | None:
+    """The index in `news` (alterations of `call` on its NCHW operands `nchw` of types
+    `types`) of the form whose candidate the chooser takes, None for `call` as it stands
+    (see LayoutContext.alter_chosen). Nothing is applied; the forms are typed on vars of
+    the operands' types."""
+    forms, index = [], []
+    for i, new in enumerate(news):
+        if isinstance(new, Call) and all(new.attrs != f.attrs for f in forms):
+            forms.append(new)
+            index.append(i)
+    if not forms:
         return None
-    return chosen.workload in {c.workload for c in candidates(forms[0])}
+    if keep:
+        forms.append(Call(call.op, tuple(nchw), call.attrs))
+    typed = _typed_forms(nchw, types, [_implementation(f) for f in forms])
+    chosen = choose_implementation(typed, applies=False).candidate
+    if chosen.workload is None:
+        return index[-1]
+    for i, form in enumerate(typed):
+        if chosen.workload in {c.workload for c in candidates(form)}:
+            return index[i] if i < len(index) else None
+    return index[-1]
 
 
 def _typed_forms(nchw: list, types: list, news: list[Call]) -> list[Call]:

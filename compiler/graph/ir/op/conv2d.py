@@ -15,7 +15,7 @@ A 3x3, stride 1 convolution may instead run by Winograd's F(m x m, 3 x 3)
 transformed once when the model is built, (m + 2, m + 2, O/16, I, 16), into which
 AlterOpLayout turns a constant weight (alter_conv2d_nchwc, `winograd`); the data and
 output are packed as for the direct form. The implementation chooser picks between the
-forms of a layer (LayoutContext.decide: Winograd, direct packed or NCHW, one question).
+forms of a layer (LayoutContext.alter_chosen: Winograd, direct packed or NCHW, one question).
 """
 from __future__ import annotations
 
@@ -297,7 +297,7 @@ def _layout(ctx, call: Call) -> Expr | None:
     """The blocks the layout planner chose for this call (None: NCHW), else
     alter_conv2d_nchwc's untuned pair for the block its data comes packed in; by
     Winograd or directly as the plan says, else as the chooser decides in one question,
-    which without a plan may keep the call in NCHW (ctx.decide)."""
+    which without a plan may keep the call in NCHW (ctx.alter_chosen)."""
     planned = ctx.planned()
     if planned is not None and planned.blocks is None:
         return None
@@ -313,8 +313,7 @@ def _layout(ctx, call: Call) -> Expr | None:
         return ctx.alter(call, functools.partial(alter, winograd=winograd))
     # the one decision: by Winograd, directly, or (without a plan) NCHW as it stands
     fns = [functools.partial(alter, winograd=True), functools.partial(alter, winograd=False)]
-    chosen = ctx.decide(call, fns, keep=planned is None and ctx.choose)
-    return None if chosen is None else ctx.alter(call, fns[chosen])
+    return ctx.alter_chosen(call, fns, keep=planned is None)
 
 
 def _schedule(out, anchor, call: Call):

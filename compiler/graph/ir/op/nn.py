@@ -205,7 +205,7 @@ def _batch_matmul_rel(types, attrs):
 
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
             compute=_dense_compute, reference=lambda a, at: a[0] @ a[1].T,
-            layout=lambda ctx, c: ctx.alter(c, alter_dense_pack, choose=True),
+            layout=lambda ctx, c: ctx.alter_chosen(c, [alter_dense_pack], keep=True),
             samples=lambda: [([_t(7, 13), _t(37, 13)], {}), ([_t(2, 7, 13), _t(5, 13)], {}),
                              ([_t(13), _t(7, 13)], {})])
 register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
@@ -214,7 +214,7 @@ register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUS
             samples=lambda: [([_t(7, 13), _t(5, 13, 8)], {}), ([_t(1, 37), _t(2, 37, 16)], {})])
 register_op("matmul", _matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
             compute=_matmul_compute, reference=lambda a, at: np.matmul(a[0], a[1]),
-            layout=lambda ctx, c: ctx.alter(c, alter_batched_matmul, choose=True),
+            layout=lambda ctx, c: ctx.alter_chosen(c, [alter_batched_matmul], keep=True),
             samples=lambda: [([_t(7, 13), _t(13, 37)], {}),
                              ([_t(2, 7, 13), _t(13, 5)], {}),
                              ([_t(3, 1, 7, 13), _t(2, 13, 5)], {})])
