@@ -6,9 +6,11 @@ kernel's metadata, its optimized LLVM IR and its loop IR, for get_source and exp
 and the object code, in one file named by its key under cache_dir(): the key is a
 sha256 of everything the kernel's code follows from (graph/backend/build.py says what), the
 code of the compiler itself included, so a key never names two different kernels.
-Two other things a build would otherwise make again in every process are kept the same
-way: the native runtime's object code (runtime/native.py) and the templates' config
-spaces, pickled (search_spaces/registry.py: defining a space runs the template).
+Three other things a build would otherwise make again in every process are kept the
+same way: a model's entry function (the native function that runs its steps,
+codegen/compile.py compile_graph, keyed by its IR text), the native runtime's object
+code (runtime/native.py) and the templates' config spaces, pickled
+(search_spaces/registry.py: defining a space runs the template).
 
 Safe under concurrent writers (processes building the same model, Ray workers): an
 entry is written to a temporary file in its folder and renamed into place, which is

@@ -96,12 +96,15 @@ def compile_object(mod, target: Target, entry: str = "main") -> bytes:
 
 
 def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Target,
-                  keys: dict | None = None):
+                  keys: dict | None = None, context_key=None):
     """One runtime.Module for a whole model: its kernels and the native entry function
     that runs `steps` in order (graph_entry.py). `kernels`: name -> a lowered PrimFunc
     with static shapes, or a kernel compiled before (disk_cache.load or compile_kernel:
     its header and object code); `keys`: name -> the key under which to keep a kernel compiled here
-    in the disk cache. Calling the module on the int64 slot table runs the model; its
+    in the disk cache; `context_key`: the part of the disk cache's keys common to the
+    build's kernels (compiler.build.build_key), under which with its IR text the entry
+    function's object code is kept too (None: it is not), so that a model built again
+    costs no LLVM at all. Calling the module on the int64 slot table runs the model; its
     metadata keeps each kernel's own (meta["kernels"]), so a profiler can call one
     kernel through `<name>_packed`.
 
@@ -111,7 +114,7 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
     LLVM context of its own, as LLVM requires of concurrent work), while this thread
     writes the next kernel's IR; the JIT links the objects. The kernels are `noinline`
     in their modules as in the entry's, so each one's code is what one module made."""
-    keys = keys or {}
+    keys = dict(keys or {})
     entry = CodeGenLLVM(target, name=ENTRY)
     target_machine(target)  # LLVM's targets initialized once, before the threads
     headers, jobs = {}, {}
@@ -129,11 +132,17 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
                             "params": [{"name": "slots", "dtype": "int64",
                                         "shape": [num_slots], "written": False}],
                             "kernels": {n: h["meta"] for n, h in headers.items()}})
-        jobs[ENTRY] = pool.submit(_object_of, str(entry.module), target, ENTRY)
+        text = str(entry.module)
+        keys[ENTRY] = disk_cache.cache_key(context_key, ENTRY, text) if context_key else None
+        cached = disk_cache.load(keys[ENTRY]) if keys[ENTRY] else None
+        cached = cached if cached and "ir" in cached[0] else None
+        jobs[ENTRY] = _done(cached[1], cached[0]["ir"]) if cached else \
+            pool.submit(_object_of, text, target, ENTRY)
         parts = {name: job.result() for name, job in jobs.items()}
     for name, key in keys.items():
-        if isinstance(kernels.get(name), PrimFunc):
-            disk_cache.store(key, {**headers[name], "ir": parts[name][1]}, parts[name][0])
+        if isinstance(kernels.get(name), PrimFunc) or name == ENTRY and key and not cached:
+            header = headers[name] if name in headers else {"graph_entry": True}
+            disk_cache.store(key, {**header, "ir": parts[name][1]}, parts[name][0])
     return Module.from_objects([obj for obj, _ in parts.values()], target,
                                llvm_ir=[text for _, text in parts.values()],
                                loop_ir="\n\n".join(h["loop_ir"] for h in headers.values()))

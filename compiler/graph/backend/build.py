@@ -198,7 +198,8 @@ class _Planner:
             self.plan["output_names"] = list(names)
 
     def executor(self) -> GraphExecutor:
-        lib = compile_graph(self.funcs, self.steps, len(self.slots), self.target, self.keys)
+        lib = compile_graph(self.funcs, self.steps, len(self.slots), self.target, self.keys,
+                            self._context())
         return GraphExecutor(lib, self.plan, self.constants, self.modules)
 
     def _slot(self, expr) -> int:
@@ -296,13 +297,18 @@ class _Planner:
         function's text, its name, the candidate and config that schedule it, and what
         compiler.build.build_key says, the strategies' packages as code); None when the
         cache is off."""
-        if self._context_key is None:
-            self._context_key = build_key(self.target, strategy_folders()) or False
-        if not self._context_key:
+        if not self._context():
             return None
         candidate = choice.candidate.info(choice.config) if choice else None
-        return disk_cache.cache_key(self._context_key, name, text,
+        return disk_cache.cache_key(self._context(), name, text,
                                     json.dumps(candidate, sort_keys=True, default=repr))
+
+    def _context(self) -> list | None:
+        """What every kernel's cache key holds besides the kernel (build_key, made once
+        a build), None when the cache is off."""
+        if self._context_key is None:
+            self._context_key = build_key(self.target, strategy_folders()) or False
+        return self._context_key or None
 
     def _external(self, call: Call) -> None:
         """A step calling an external function, compiled by its codegen (once per
