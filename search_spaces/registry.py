@@ -17,6 +17,7 @@ hash of its source and of the helpers of its package that it calls.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -107,6 +108,18 @@ def _plain(value):
     raise TypeError
 
 
+@functools.cache
+def _type_hints(fn: Callable) -> dict:
+    """The evaluated annotations of a template's function, {} where they do not
+    evaluate (not ours to check). Once per function: evaluating them (the annotations
+    are strings) took most of a bind, which the chooser asks for every candidate it
+    weighs."""
+    try:
+        return typing.get_type_hints(fn)
+    except (NameError, TypeError, AttributeError):
+        return {}
+
+
 def _fits(value, hint) -> bool:
     """Whether `value` fits the parameter annotation `hint` (only plain types are checked)."""
     kind = typing.get_origin(hint) or hint
@@ -153,10 +166,7 @@ class Template:
         except TypeError as e:
             raise SpaceError(f"{where}: {e}") from None
         bound.apply_defaults()
-        try:
-            hints = typing.get_type_hints(self.fn)
-        except (NameError, TypeError, AttributeError):  # not evaluable: not ours to check
-            hints = {}
+        hints = _type_hints(self.fn)
         out = []
         for pname, value in bound.arguments.items():
             try:
