@@ -29,7 +29,9 @@ class ExprMutator:
     def visit(self, expr: Expr) -> Expr:
         key = id(expr)
         if key not in self.memo:
-            if not self.stops(expr):
+            # the work list, unless every operand is visited already: then it would be
+            # empty, and that is every node's case after the first of a walk
+            if not self.stops(expr) and not all(self._known(o) for o in operands(expr)):
                 for node in depth_first(expr, self._known)[:-1]:
                     self.visit(node)  # (a subclass's visit too: each node as it would be)
             self.memo[key] = self._visit(expr)
