@@ -57,10 +57,12 @@ class Constant(Expr):
             data = np.array(data)  # else a copy: the graph owns its constants
             data.setflags(write=False)
         object.__setattr__(self, "data", data)
+        # made once: every pass types the graph again, and naming a numpy dtype is slow
+        object.__setattr__(self, "_type", TensorType(data.shape, str(data.dtype)))
 
     @property
     def ty(self) -> TensorType:
-        return TensorType(self.data.shape, str(self.data.dtype))
+        return self._type
 
 
 def _frozen(attrs) -> Mapping:
