@@ -4,6 +4,8 @@ registered once with its type relation, pattern, attribute defaults, compute, nu
 reference, layout rule and samples, and its constructor."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .... import ops, te
@@ -46,10 +48,16 @@ def dense_panels(target=None) -> list[int]:
     first, up to DENSE_PANEL_MAX and to what one row of a register tile holds (the
     register rule, compiler/ops/register_tile.py); then, for units that no such panel
     divides, multiples of 8 floats (half an AVX-512 vector: 1000 units take 40)."""
-    t = Target.resolve(target)
+    return list(_dense_panels(Target.resolve(target)))
+
+
+@functools.cache
+def _dense_panels(t: Target) -> tuple[int, ...]:
+    """dense_panels of a resolved target, made once per target (every dense of a model
+    asks, and each width is a register-rule question)."""
     widths = [w for w in range(DENSE_PANEL_MAX, 0, -1) if ops.fits(1, w, t)]
-    return [w for w in widths if w % t.vector_lanes == 0] + \
-        [w for w in widths if w % 8 == 0 and w % t.vector_lanes]
+    return tuple([w for w in widths if w % t.vector_lanes == 0] +
+                 [w for w in widths if w % 8 == 0 and w % t.vector_lanes])
 
 
 def pack_dense_weight(weight: np.ndarray, block: int) -> np.ndarray:
@@ -107,7 +115,9 @@ def alter_dense_pack(attrs, inputs, tinfos, out_type):
     block = next((b for b in dense_panels() if weight.shape[0] % b == 0), None)
     if block is None:
         return None
-    packed = Constant(pack_dense_weight(inputs[1].data, block))
+    packed = pack_dense_weight(inputs[1].data, block)
+    packed.setflags(write=False)  # a copy of its own: the constant takes it, uncopied
+    packed = Constant(packed)
     rows = data.shape[0]
     padded = -(-rows // 8) * 8
     if rows < PAD_ROWS_FROM or _row_tile(padded, block) < 2 * _row_tile(rows, block):
