@@ -114,7 +114,7 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
     LLVM context of its own, as LLVM requires of concurrent work), while this thread
     writes the next kernel's IR; the JIT links the objects. The kernels are `noinline`
     in their modules as in the entry's, so each one's code is what one module made."""
-    keys = dict(keys or {})
+    keys = keys or {}
     entry = CodeGenLLVM(target, name=ENTRY)
     target_machine(target)  # LLVM's targets initialized once, before the threads
     headers, jobs = {}, {}
@@ -133,16 +133,18 @@ def compile_graph(kernels: dict, steps: list[dict], num_slots: int, target: Targ
                                         "shape": [num_slots], "written": False}],
                             "kernels": {n: h["meta"] for n, h in headers.items()}})
         text = str(entry.module)
-        keys[ENTRY] = disk_cache.cache_key(context_key, ENTRY, text) if context_key else None
-        cached = disk_cache.load(keys[ENTRY]) if keys[ENTRY] else None
+        entry_key = disk_cache.cache_key(context_key, ENTRY, text) if context_key else None
+        cached = disk_cache.load(entry_key) if entry_key else None
         cached = cached if cached and "ir" in cached[0] else None
         jobs[ENTRY] = _done(cached[1], cached[0]["ir"]) if cached else \
             pool.submit(_object_of, text, target, ENTRY)
         parts = {name: job.result() for name, job in jobs.items()}
     for name, key in keys.items():
-        if isinstance(kernels.get(name), PrimFunc) or name == ENTRY and key and not cached:
-            header = headers[name] if name in headers else {"graph_entry": True}
-            disk_cache.store(key, {**header, "ir": parts[name][1]}, parts[name][0])
+        if isinstance(kernels.get(name), PrimFunc):
+            disk_cache.store(key, {**headers[name], "ir": parts[name][1]}, parts[name][0])
+    if entry_key and not cached:
+        disk_cache.store(entry_key, {"graph_entry": True, "ir": parts[ENTRY][1]},
+                         parts[ENTRY][0])
     return Module.from_objects([obj for obj, _ in parts.values()], target,
                                llvm_ir=[text for _, text in parts.values()],
                                loop_ir="\n\n".join(h["loop_ir"] for h in headers.values()))
