@@ -16,6 +16,14 @@ A Binding says
   of `workload`), which `autosched log best` puts to the build's chooser
   (workload_calls.py); `data_layout(args)`: the layout its data arrives in (a packed
   convolution's block);
+- `altered(call, form)`: the template's arguments for the typed call as it stands (in
+  NCHW) once AlterOpLayout alters it into `form` (one of its op's forms,
+  compiler/graph/ir/op/layout.py FORMS_ATTR: a convolution's pair of blocks, by
+  Winograd or not; a dense's packed weights), None for a form it does not implement:
+  the candidates of a call's forms, which one question to the chooser weighs with the
+  call's own, without building the altered call (a test holds it to `workload` of the
+  call AlterOpLayout makes); `forms_of`: the op of the calls it alters from, where that
+  is not `op` (dense_pack's: nn.dense);
 - `packable`: an NCHW convolution that AlterOpLayout may pack instead, which task
   extraction makes a task of its own on request (tuner.extract_tasks' alternatives).
 
@@ -44,12 +52,19 @@ class Binding:
     schedule: Callable | None = None
     call: Callable | None = None
     data_layout: Callable[[tuple], str] = lambda args: "NCHW"
+    altered: Callable[[Call, object], tuple | None] | None = None
+    forms_of: str | None = None
     packable: bool = False
 
     @property
     def ops(self) -> tuple[str, ...]:
         """The graph ops it serves."""
         return (self.op,) if isinstance(self.op, str) else tuple(self.op)
+
+    @property
+    def alters(self) -> str | None:
+        """The op whose calls' forms `altered` takes, None without `altered`."""
+        return None if self.altered is None else self.forms_of or self.ops[0]
 
 
 def float32(call: Call) -> bool:

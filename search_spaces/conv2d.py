@@ -106,7 +106,7 @@ def conv2d_nchw_reference(inputs, N, C, H, W, K, R, S, stride, padding):
     return out.transpose(0, 3, 1, 2).astype("float32")
 
 
-def _workload(call) -> tuple | None:
+def conv2d_workload(call) -> tuple | None:
     """An NCHW float32 nn.conv2d of groups 1 whose window the arguments can say."""
     window = conv_window(call.attrs)
     if window is None or not float32(call) or call.attrs["data_layout"] != "NCHW" or \
@@ -118,7 +118,7 @@ def _workload(call) -> tuple | None:
 
 @template("conv2d_nchw", reference=conv2d_nchw_reference,
           probes=[(1, 5, 9, 11, 7, 3, 3, 1, 1), (1, 3, 13, 13, 8, 1, 1, 2, 0)],
-          binding=Binding("nn.conv2d", _workload,
+          binding=Binding("nn.conv2d", conv2d_workload,
                           compute=lambda args, cfg, ins: direct_conv(ins[0], ins[1], *args[7:]),
                           schedule=lambda args, cfg, s, anchor, out: schedule_conv2d(
                               cfg, s, anchor, out),

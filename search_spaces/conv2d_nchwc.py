@@ -42,8 +42,8 @@ from compiler.ops.conv2d_nchwc import (PackedChoices, conv2d_nchwc as packed_con
 from compiler.graph.ir.op.conv2d import winograd_of
 from compiler.ops.register_tile import register_tiles
 
-from .conv2d import conv2d_nchw_reference, output_size
-from .depthwise_conv2d import depthwise_conv2d_nchw_reference
+from .conv2d import conv2d_nchw_reference, conv2d_workload, output_size
+from .depthwise_conv2d import depthwise_conv2d_nchw_reference, depthwise_workload
 from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
 
@@ -132,6 +132,13 @@ def _workload(call) -> tuple | None:
     return (N, CB * bi, H, W, OB * bo, R, S, *window, bi, bo)
 
 
+def _altered(call, form) -> tuple | None:
+    """The workload of the NCHW call of groups 1 in a direct packed form: its NCHW
+    workload (conv2d_nchw's) and the form's blocks."""
+    args = conv2d_workload(call)
+    return None if args is None or form.winograd else (*args, *form.blocks)
+
+
 def _schedule(args, cfg, s, anchor, out) -> None:
     schedule_conv2d_nchwc(cfg, s, anchor, out)
 
@@ -141,7 +148,7 @@ def _schedule(args, cfg, s, anchor, out) -> None:
           binding=Binding("nn.conv2d", _workload,
                           compute=lambda args, cfg, ins: packed_conv(ins[0], ins[1], *args[7:9]),
                           schedule=_schedule, call=lambda *args: conv_call(*args[:9]),
-                          data_layout=lambda args: f"NCHW{args[9]}c"))
+                          data_layout=lambda args: f"NCHW{args[9]}c", altered=_altered))
 def conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, R: int, S: int,
                  stride: int = 1, padding: int = 0, ic_block: int = 16, oc_block: int = 16):
     """2-D convolution in NCHW[x]c; returns the schedule and [data, kernel, out]."""
@@ -181,6 +188,14 @@ def _depthwise_workload(call) -> tuple | None:
     return (N, CB * bi, H, W, R, S, *window, bi)
 
 
+def _depthwise_altered(call, form) -> tuple | None:
+    """The workload of the NCHW depthwise call in a packed form (one block in and out):
+    its NCHW workload (depthwise_conv2d_nchw's) and the block."""
+    args = depthwise_workload(call)
+    block, out_block = form.blocks
+    return None if args is None or form.winograd or block != out_block else (*args, block)
+
+
 @template("depthwise_conv2d_nchwc", reference=depthwise_conv2d_nchwc_reference,
           probes=[(1, 16, 9, 11, 3, 3, 1, 1, 8), (1, 16, 13, 13, 3, 3, 2, 1, 16)],
           binding=Binding(
@@ -188,7 +203,7 @@ def _depthwise_workload(call) -> tuple | None:
               compute=lambda args, cfg, ins: packed_depthwise(ins[0], ins[1], *args[6:8]),
               schedule=_schedule,
               call=lambda N, C, H, W, R, S, st, p, b: conv_call(N, C, H, W, C, R, S, st, p, C),
-              data_layout=lambda args: f"NCHW{args[8]}c"))
+              data_layout=lambda args: f"NCHW{args[8]}c", altered=_depthwise_altered))
 def depthwise_conv2d_nchwc(cfg, N: int, C: int, H: int, W: int, R: int, S: int,
                            stride: int = 1, padding: int = 0, block: int = 16):
     """Depthwise convolution (multiplier 1) in NCHW[x]c; returns the schedule and

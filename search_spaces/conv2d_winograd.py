@@ -31,6 +31,7 @@ from compiler.ops.conv2d_winograd import (conv2d_winograd_nchwc as winograd_conv
                                           schedule_winograd, winograd_conv2d_reference)
 from compiler.ops.register_tile import default_tile_rows, default_winograd_tile, winograd_tiles
 
+from .conv2d import conv2d_workload
 from .conv2d_nchwc import pack_out, unpack_data
 from .binding import Binding, conv_call, conv_window, float32
 from .registry import template
@@ -75,6 +76,16 @@ def _workload(call) -> tuple | None:
     return (N, CB * bi, H, W, call.args[1].ty.shape[2] * bo, window[1], bi, bo, m)
 
 
+def _altered(call, form) -> tuple | None:
+    """The workload of the NCHW call (3x3, stride 1: what a Winograd form is made of) in
+    a Winograd form: its NCHW shapes and padding, the form's blocks and m."""
+    args = conv2d_workload(call)
+    if args is None or not form.winograd:
+        return None
+    N, C, H, W, K, _, _, _, padding = args
+    return (N, C, H, W, K, padding, *form.blocks, form.winograd)
+
+
 @template("conv2d_winograd_nchwc", reference=conv2d_winograd_nchwc_reference,
           probes=[(1, 8, 8, 8, 8, 1, 8, 8, 4)],
           binding=Binding(
@@ -84,7 +95,7 @@ def _workload(call) -> tuple | None:
               schedule=lambda args, cfg, s, anchor, out: schedule_conv2d_winograd(
                   cfg, s, anchor, out),
               call=lambda N, C, H, W, K, p, bi, bo, m: conv_call(N, C, H, W, K, 3, 3, 1, p),
-              data_layout=lambda args: f"NCHW{args[6]}c"))
+              data_layout=lambda args: f"NCHW{args[6]}c", altered=_altered))
 def conv2d_winograd_nchwc(cfg, N: int, C: int, H: int, W: int, K: int, padding: int = 1,
                           ic_block: int = 16, oc_block: int = 16, tile_size: int = 4):
     """3x3, stride 1 convolution by Winograd in NCHW[x]c; returns the schedule and

@@ -30,7 +30,7 @@ def depthwise_conv2d_nchw_reference(inputs, N, C, H, W, R, S, stride, padding):
     return out.astype("float32")
 
 
-def _workload(call) -> tuple | None:
+def depthwise_workload(call) -> tuple | None:
     """An NCHW float32 nn.conv2d of one filter per channel (groups = channels = outputs),
     whose window the arguments can say; OIHW (C, 1, R, S) is the template's kernel."""
     window = conv_window(call.attrs)
@@ -45,7 +45,7 @@ def _workload(call) -> tuple | None:
 @template("depthwise_conv2d_nchw", reference=depthwise_conv2d_nchw_reference,
           probes=[(1, 7, 9, 11, 3, 3, 1, 1), (1, 5, 13, 13, 3, 3, 2, 0)],
           binding=Binding(
-              "nn.conv2d", _workload,
+              "nn.conv2d", depthwise_workload,
               compute=lambda args, cfg, ins: ops.depthwise_conv2d_nchw(ins[0], ins[1],
                                                                        *args[6:]),
               schedule=lambda args, cfg, s, anchor, out: schedule_conv2d(cfg, s, anchor, out),

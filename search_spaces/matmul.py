@@ -239,11 +239,19 @@ def _dense_pack_workload(call) -> tuple | None:
     return (M, panels * block, K, block)
 
 
+def _dense_pack_altered(call, form) -> tuple | None:
+    """The workload of a float32 nn.dense in its packed form (the form's rows, padded or
+    not, and panels)."""
+    args = dense_workload(call)
+    return None if args is None else (form.rows, args[1], args[2], form.block)
+
+
 @template("dense_pack", reference=dense_pack_reference, probes=[(7, 16, 37, 8)],
           binding=Binding("nn.contrib_dense_pack", _dense_pack_workload,
                           compute=lambda args, cfg, ins: ops.dense_pack(*ins),
                           schedule=_schedule_dense,
-                          call=lambda M, N, K, block: dense_call(M, N, K)))
+                          call=lambda M, N, K, block: dense_call(M, N, K),
+                          altered=_dense_pack_altered, forms_of="nn.dense"))
 def dense_pack(cfg, M: int, N: int, K: int, block: int):
     """Y = X @ W.T, W packed (N / block, K, block); returns the schedule and [X, Wp, Y]."""
     if block < 1 or N % block:
@@ -317,12 +325,19 @@ def _batch_matmul_workload(call) -> tuple | None:
     return (batch, M, N, K)
 
 
+def _batch_matmul_altered(call, form) -> tuple | None:
+    """The workload of the matmul in its padded form (the form's rows and columns)."""
+    args = _batch_matmul_workload(call)
+    return None if args is None else (args[0], form.rows, form.columns, args[3])
+
+
 @template("batch_matmul", reference=batch_matmul_reference, probes=[(2, 7, 13, 37)],
           binding=Binding("matmul", _batch_matmul_workload,
                           compute=lambda args, cfg, ins: batch_matmul_compute(cfg, *ins),
                           schedule=lambda args, cfg, s, anchor, out: schedule_batch_matmul(
                               cfg, s, anchor, out),
-                          call=lambda batch, M, N, K: matmul_call(M, N, K, batch=(batch,))))
+                          call=lambda batch, M, N, K: matmul_call(M, N, K, batch=(batch,)),
+                          altered=_batch_matmul_altered))
 def batch_matmul(cfg, batch: int, M: int, N: int, K: int):
     """C[b] = A[b] @ B[b] (attention's products); returns the schedule and [A, B, C]."""
     A = te.placeholder((batch, M, K), name="A")

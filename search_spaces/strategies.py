@@ -15,6 +15,8 @@ binds it, so that records tuned on the template answer for the graph's layer.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from compiler import Target, ops, te
 from compiler.graph.ir.expr import Call
 from compiler.graph.strategy import Candidate, register_strategy
@@ -69,20 +71,24 @@ def _info(name: str, args: tuple, cfg) -> dict:
             "fallback": bool(cfg.is_fallback)}
 
 
-def template_strategy(call: Call, target) -> list[Candidate]:
+def template_strategy(call: Call, target, form=None) -> list[Candidate]:
     """The candidates of `call`: every template bound to its op whose binding gives the
-    call a workload, in the order the templates were registered."""
-    found = []
-    for tmpl in bound_templates(call.op.name):
-        args = tmpl.binding.workload(call)
-        if args is not None:
-            found.append(_library(tmpl, args, target) if tmpl.library
-                         else _candidate(tmpl, args, target))
-    return found
+    call a workload, in the order the templates were registered; with a `form` of the
+    call, every template whose binding gives the call altered into it a workload
+    (Binding.altered), each candidate carrying the form."""
+    if form is None:
+        bound = [(t, t.binding.workload(call)) for t in bound_templates(call.op.name)]
+    else:
+        bound = [(t, t.binding.altered(call, form)) for t in bound_templates()
+                 if t.binding.alters == call.op.name]
+    found = [_library(t, args, target) if t.library else _candidate(t, args, target)
+             for t, args in bound if args is not None]
+    return found if form is None else [dataclasses.replace(c, form=form) for c in found]
 
 
 def register() -> None:
-    """Register template_strategy for every op a template is bound to (the
+    """Register template_strategy for every op a template is bound to or alters (the
     "autosched.strategies" entry point)."""
-    for op_name in sorted({op for t in bound_templates() for op in t.binding.ops}):
+    ops = {op for t in bound_templates() for op in (*t.binding.ops, t.binding.alters) if op}
+    for op_name in sorted(ops):
         register_strategy(op_name, template_strategy)

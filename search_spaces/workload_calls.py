@@ -6,16 +6,16 @@ the forms the build may turn it into, exactly as the build decides.
     call_of("conv2d_nchwc", (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16))
     # nn.conv2d of a (1, 64, 56, 56) NCHW value and (64, 64, 3, 3) OIHW weights
 
-A packed convolution's workload gives the NCHW call it was made of, and forms_of the
-packed form with the workload's own data block (the block its producer packed it in,
-its binding's `data_layout`) first, then its forms in its other blocks (the workload's
-own among them); a dense's and a convolution's weight is a constant (of zeros), as a
-model's is, so that AlterOpLayout's packed (and Winograd) forms are among its forms.
+A packed convolution's workload gives the NCHW call it was made of, and forms_of its
+forms in the workload's own data block (the block its producer packed it in, its
+binding's `data_layout`) first, then in its other blocks (the workload's own among
+them); a dense's and a convolution's weight is a constant (of zeros), as a model's is,
+so that AlterOpLayout's packed (and Winograd) forms are among its forms.
 """
 from __future__ import annotations
 
 from compiler import graph
-from compiler.graph.passes.alter_op_layout import implementation_forms
+from compiler.graph.ir.op.layout import block_of, forms_of as layout_forms, is_packed
 from compiler.graph.ir.expr import Call
 
 from .registry import get_template
@@ -32,11 +32,13 @@ def call_of(name: str, args: tuple) -> Call | None:
         graph.Function(params, body)))["main"].body
 
 
-def forms_of(name: str, args: tuple) -> list[Call]:
-    """The typed forms the build may run the call of template `name`'s workload `args`
-    in (alter_op_layout.implementation_forms, a packed convolution's data in the
-    workload's own block), or [] for a template no graph op uses."""
+def forms_of(name: str, args: tuple) -> tuple[Call, list] | None:
+    """The typed call of template `name`'s workload `args` and its forms (op/layout.py
+    forms_of: the ways the build may alter it, a packed convolution's data arriving in
+    the workload's own block, so that its pair of blocks comes first), or None for a
+    template no graph op uses."""
     call = call_of(name, args)
     if call is None:
-        return []
-    return implementation_forms(call, get_template(name).binding.data_layout(args))
+        return None
+    layout = get_template(name).binding.data_layout(args)
+    return call, layout_forms(call, block_of(layout) if is_packed(layout) else None)

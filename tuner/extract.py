@@ -24,9 +24,10 @@ counts both implementations of a layer: an upper bound).
 
 With `blocks=True`, every packed convolution's other channel blocks are tasks too: each
 (input block, output block) pair it may compute in (compiler/graph/ir/op/conv2d.py
-conv2d_blocks: the target's lanes and their multiples that divide its channels) is a
-workload of conv2d_nchwc (or depthwise_conv2d_nchwc) of its own, weighted by the
-layer's kernels. At compile time the layout planner (compiler/graph/passes/layout_plan.py)
+conv2d_forms: the target's lanes and their multiples that divide its channels, by
+Winograd where it may run so and directly) is a workload of conv2d_nchwc (or
+depthwise_conv2d_nchwc, conv2d_winograd_nchwc) of its own, weighted by the layer's
+kernels. At compile time the layout planner (compiler/graph/passes/layout_plan.py)
 then picks every layer's blocks for the whole model: the logged times plus the layout
 transforms where blocks differ. Off by default: a layer of 64 to 512 channels has up to
 9 pairs on AVX-512.
@@ -43,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 
 from compiler import Target, graph
-from compiler.graph.passes.alter_op_layout import block_forms
+from compiler.graph.ir.op.layout import forms_of
 from compiler.graph.ir.functor import post_order
 from compiler.graph.strategy import candidates
 from search_spaces.library import LIBRARY
@@ -99,14 +100,14 @@ def _library_workloads(prepared, library: str, target) -> dict[tuple, int]:
 
 
 def _block_workloads(prepared) -> dict[tuple, int]:
-    """{workload of a block of a convolution: its calls} of every call with blocks
-    (alter_op_layout.block_forms: each pair's every form, Winograd's and the direct
-    one's) in the prepared graph."""
+    """{workload of a form in blocks: its calls} of every call of the prepared graph with
+    forms in channel blocks (op/layout.py forms_of: a convolution's every pair of blocks,
+    by Winograd and directly)."""
     counts: dict[tuple, int] = {}
     for expr in post_order(prepared["main"].body):
         if isinstance(expr, graph.Call) and isinstance(expr.op, graph.Op):
-            for _, form in block_forms(expr, variants=True):
-                workload = next((c.workload for c in candidates(form)
+            for form in (f for f in forms_of(expr) if f.blocks is not None):
+                workload = next((c.workload for c in candidates(expr, form=form)
                                  if c.workload is not None and c.library is None), None)
                 if workload is not None:
                     counts[workload] = counts.get(workload, 0) + 1

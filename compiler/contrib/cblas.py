@@ -14,11 +14,11 @@ import numpy as np
 from ..codegen.compile import optimized_text
 from ..codegen.llvm import CodeGenLLVM
 from ..errors import BuildError
-from ..graph.passes.alter_op_layout import implementation_forms
 from ..graph.strategy.chooser import Choice, choose_implementation
 from ..graph.ir.expr import Call, Function, Tuple, Var
 from ..graph.ir.functor import post_order
 from ..graph.ir.op import Op
+from ..graph.ir.op.layout import forms_of
 from ..graph.ir.ty import TensorType
 from .cblas_module import CblasModule, gemm_module
 
@@ -48,13 +48,13 @@ def computes(call: Call) -> bool:
 
 def takes(call: Call) -> bool:
     """Whether cblas takes `call` (its `target.cblas` check): it can compute it, and the
-    chooser gives it to the library among the candidates of `call` and of the form
-    AlterOpLayout would give it (a dense on constant weights: nn.contrib_dense_pack; a
-    convolution: NCHW[x]c), which the build would tune and run instead: the library
+    chooser gives it to the library among the candidates of `call` and of its forms
+    (op/layout.py forms_of: a dense on constant weights as nn.contrib_dense_pack, a
+    convolution in NCHW[x]c), which the build would tune and run instead: the library
     unless the log says a tuned kernel is better (its record is tuning's measurement of
     the library templates, search_spaces/library.py)."""
     return computes(call) and picks_library(choose_implementation(
-        implementation_forms(call), libraries=(TARGET,), applies=False))
+        call, forms_of(call), libraries=(TARGET,), applies=False))
 
 
 def picks_library(choice: Choice) -> bool:

@@ -11,8 +11,8 @@ import warnings
 
 from compiler.contrib.cblas import picks_library
 from compiler import Target
-from compiler.graph.strategy.chooser import Choice, choose_implementation
-from compiler.graph.ir.op.layout import layout_change
+from compiler.graph.strategy.chooser import Choice, choose_implementation, implementations
+from compiler.graph.ir.op.layout import packed
 from compiler.graph.strategy import candidates
 from records import ApplyHistoryBest, FallbackWarning
 from search_spaces.library import LIBRARY
@@ -29,11 +29,11 @@ def _label(choice: Choice, layouts: dict | None = None) -> str:
     return task_label(*workload) + (f" ({layout})" if layout else "")
 
 
-def _blocks(ctx, forms: list) -> tuple[dict, dict]:
-    """({workload: its layout change} of the call's packed forms, {layout change: seconds
-    of its best record} of those the log times)."""
-    layouts = {c.workload: change for f in forms if (change := layout_change(f.attrs))
-               for c in candidates(f) if c.workload is not None}
+def _blocks(ctx, found: list) -> tuple[dict, dict]:
+    """({workload: its layout change} of the candidates `found` of forms in blocks,
+    {layout change: seconds of its best record} of those the log times)."""
+    layouts = {c.workload: f"{packed(blocks[0])} -> {packed(blocks[1])}" for c in found
+               if c.workload is not None and (blocks := getattr(c.form, "blocks", None))}
     times = {change: r.seconds for workload, change in layouts.items()
              if (r := ctx.report(workload)) is not None}
     return layouts, times
@@ -48,19 +48,20 @@ def build_applies(db, task) -> dict:
     "said": a line saying it (and, where the library competes, a second line), and then
     "build_picks": what a build with `--external cblas` gives it to, "times": {workload:
     seconds of its best record}}; {} for a workload of no graph call."""
-    forms = forms_of(task.name, task.args)
-    if not forms:
+    found = forms_of(task.name, task.args)
+    if found is None:
         return {}
+    call, forms = found
     with Target(task.target), ApplyHistoryBest(db, target=task.target) as ctx, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
-        plain = choose_implementation(forms, applies=False)
-        library = choose_implementation(forms, libraries=(LIBRARY,), applies=False)
-        rivals = [c for f in forms for c in candidates(f, task.target, (LIBRARY,))
+        plain = choose_implementation(call, forms, applies=False)
+        library = choose_implementation(call, forms, libraries=(LIBRARY,), applies=False)
+        rivals = [c for c in implementations(call, forms, task.target, (LIBRARY,))
                   if c.workload is not None]
         times = {task_label(*c.workload): r.seconds for c in rivals
                  if (r := ctx.report(c.workload)) is not None}
-        layouts, blocks = _blocks(ctx, forms)
+        layouts, blocks = _blocks(ctx, rivals)
     why = f"{_time(plain)}, tier {plain.report.tier}" if plain.report else "untuned, no record"
     said = [f"the build applies {_label(plain, layouts)} ({why})"]
     found = {"build_applies": _label(plain, layouts), "times": times}
@@ -71,7 +72,7 @@ def build_applies(db, task) -> dict:
             "; in a model the build picks every layer's blocks for the whole graph (these "
             "times, plus a layout transform where two layers' blocks differ)")
     if any(c.library == LIBRARY for c in rivals):
-        own = [c for c in candidates(forms[-1], task.target, (LIBRARY,)) if c.workload]
+        own = [c for c in candidates(call, task.target, (LIBRARY,)) if c.workload]
         first = next((c for c in own if c.library is None), own[0])  # the call as it is
         if picks_library(library):
             picks = LIBRARY

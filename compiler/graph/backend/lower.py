@@ -110,7 +110,7 @@ def choice_of(func: Function, anchor: Call | None = None) -> Choice | None:
         return None
     if not _template_kernel(func, anchor):
         return Choice(op_default(anchor), None)
-    return choose_implementation([anchor])
+    return choose_implementation(anchor)
 
 
 def _anchor(func: Function) -> Call | None:

@@ -1,8 +1,10 @@
-"""The layout planner: which (input block, output block) every packed convolution of a
-model computes in, chosen for the whole graph from the tuning log (TVM's graph tuner,
-simply). AlterOpLayout applies the plan (alter_op_layout.Planned); without one (no
-chooser entered, or no record of any convolution of the model) each convolution takes
-its untuned blocks, the target's lanes (op/conv2d.py conv2d_blocks), as it meets them.
+"""The layout planner: the form every convolution of a model runs as (NCHW, or packed in
+an (input block, output block) pair, by Winograd or directly), decided for the whole
+graph from the tuning log (TVM's graph tuner, simply). AlterOpLayout applies the plan
+(alter_op_layout.Planned) and asks nothing again; without one (no chooser entered, or
+no record of any convolution of the model) each convolution's layout rule decides, in
+one question, among its forms in its untuned blocks, the target's lanes, for the block
+its data arrives in (op/conv2d.py conv2d_forms).
 
 Each block of a convolution is a workload of its own (conv2d_nchwc's ic_block and
 oc_block), which the log may time. The planner minimises the model's estimated time:
@@ -17,12 +19,13 @@ class's. The classes' layouts are chosen by min-sum variable elimination (min_su
 a ResNet's classes form a chain (a stage's block outputs) with branches that meet again
 (each block's inner value), which eliminates exactly and at once.
 
-What the chooser decides per convolution (compiler/graph/strategy/chooser.py, asked with
-applies=False): whether it stays NCHW (its NCHW implementation's record is the
-nearest and fastest, as without a plan); else which of its blocks' records count (those
-of the tier the chooser took, with their times). A convolution the log has no record
-of keeps its untuned blocks, its input block that of the class it reads where that
-divides its channels (no transform, as without a plan), at no cost of its own.
+What the chooser decides per convolution (compiler/graph/strategy/chooser.py, asked once,
+with applies=False, over the candidates of the call and of all its forms): whether it
+stays NCHW (its NCHW implementation's record is the nearest and fastest, as without a
+plan); else which of its forms' records count (those of the tier the chooser took, with
+their times). A convolution the log has no record of takes the form its rule would,
+in its untuned blocks, its input block that of the class it reads where that divides
+its channels (no transform, as without a plan), at no cost of its own.
 
 A transform's cost is estimated from the bytes it reads and writes at
 TRANSFORM_BYTES_PER_SECOND; values read or made in NCHW (the model's inputs and
@@ -35,14 +38,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ir.dtype import numpy_dtype
-from .alter_op_layout import ALTER_ATTR, Planned, block_forms
-from ..strategy.chooser import choose_implementation, entered
+from .alter_op_layout import ALTER_ATTR, Planned
+from ..strategy import chooser
+from ..strategy.chooser import choose_implementation, entered, implementations
 from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from ..ir.functor import post_order
 from .min_sum import choose
 from ..ir.op import Op, get_op_attr
-from ..ir.op.layout import BLOCKS_ATTR, block_of, channel_blocks, is_packed, packed
-from ..strategy import candidates
+from ..ir.op.layout import block_of, forms_of, channel_blocks, is_packed, packed
 from ..ir.ty import TensorType
 
 TRANSFORM_BYTES_PER_SECOND = 4e9
@@ -81,8 +84,8 @@ def _packable(expr: Expr) -> bool:
 
 @dataclass
 class _Layer:
-    """A call with blocks: the classes of its data and result, and its states:
-    (blocks, or None for NCHW; picoseconds) in the chooser's order of preference."""
+    """A call with forms in blocks: the classes of its data and result, and its states:
+    (form, or None for NCHW; picoseconds) in the chooser's order of preference."""
     call: Call
     data: int = -1
     out: int = -1
@@ -91,20 +94,27 @@ class _Layer:
 
 def _logged_states(call: Call) -> list | None:
     """The states of `call` the log gives: [(None, 0)] when the chooser keeps it NCHW,
-    else the blocks whose records are of the tier of the chooser's choice, with their
-    times; None when nothing of it is logged (its untuned blocks then)."""
-    blocks = block_forms(call)  # implementation_forms' packed forms, in its order
-    chosen = choose_implementation([*(form for _, form in blocks), call], applies=False)
+    else the forms whose records are of the tier of the chooser's choice, with their
+    times; None when nothing of it is logged (its untuned form then). One question over
+    all its forms; then each form's own record, for its time."""
+    found = implementations(call, _forms(call, None))
+    chosen = chooser.choose(found, applies=False)
     if chosen.report is None:
         return None
-    if chosen.candidate.workload in {c.workload for c in candidates(call)}:
+    if chosen.candidate.form is None:
         return [(None, 0.0)]
     states = []
-    for pair, form in blocks:
-        report = choose_implementation([form], applies=False).report
-        if report is not None and report.tier == chosen.report.tier:
-            states.append((pair, _picoseconds(report.seconds)))
+    for c in found:
+        if c.form is not None and c.workload is not None:
+            report = chooser.choose([c], applies=False).report  # its own record
+            if report is not None and report.tier == chosen.report.tier:
+                states.append((c.form, _picoseconds(report.seconds)))
     return states
+
+
+def _forms(call: Call, data_block: int | None) -> list:
+    """The call's forms in blocks (FORMS_ATTR), for data arriving in `data_block`."""
+    return [f for f in forms_of(call, data_block) if f.blocks is not None]
 
 
 class _Classes:
@@ -186,7 +196,7 @@ def _domains(classes: _Classes, layers: list[_Layer]) -> dict[int, list[str]]:
     domains = {}
     for root, cs in channels.items():
         blocks = [b for c in sorted(cs) for b in channel_blocks(c)]
-        blocks += [s[0][0] for layer in layers if layer.data == root
+        blocks += [s[0].blocks[0] for layer in layers if layer.data == root
                    for s in layer.states if s[0] is not None]
         fit = [b for b in dict.fromkeys(blocks) if all(c % b == 0 for c in cs)]
         domains[root] = [packed(b) for b in fit] + ["NCHW"]
@@ -207,9 +217,9 @@ def _layer_costs(layer: _Layer, into: list[str], out: list[str]) -> tuple:
     for i, a in enumerate(into):
         for j, b in enumerate(out):
             totals = []
-            for blocks, picoseconds in layer.states:
-                reads, writes = (packed(blocks[0]), packed(blocks[1])) if blocks else \
-                    ("NCHW", "NCHW")
+            for form, picoseconds in layer.states:
+                reads, writes = (packed(form.blocks[0]), packed(form.blocks[1])) if form \
+                    else ("NCHW", "NCHW")
                 totals.append(picoseconds + _moves(a, reads, data) +
                               _moves(writes, b, result) + (SPLIT_TAIL if writes != b else 0))
             best[i, j] = int(np.argmin(totals))
@@ -218,10 +228,16 @@ def _layer_costs(layer: _Layer, into: list[str], out: list[str]) -> tuple:
 
 
 def _untuned_states(layer: _Layer, into: list[str]) -> list:
-    """The untuned blocks of `layer` for data in each layout of `into`, at no cost."""
-    blocks_of = get_op_attr(layer.call.op.name, BLOCKS_ATTR)
-    pairs = [blocks_of(layer.call, block_of(a) if is_packed(a) else None)[0] for a in into]
-    return [(p, 0.0) for p in dict.fromkeys(pairs)]
+    """The form `layer`'s rule would take for data in each layout of `into`, at no cost:
+    the one the chooser takes among its forms in the untuned blocks for that data (as
+    op/conv2d.py's rule asks without a plan)."""
+    states = []
+    for a in into:
+        forms = _forms(layer.call, block_of(a) if is_packed(a) else None)
+        untuned = [f for f in forms if f.blocks == forms[0].blocks]
+        form = choose_implementation(layer.call, untuned, applies=False).candidate.form
+        states.append((form, 0.0))
+    return list(dict.fromkeys(states))
 
 
 def plan_layouts(func: Function) -> dict[int, Planned]:
@@ -233,8 +249,7 @@ def plan_layouts(func: Function) -> dict[int, Planned]:
     for expr in post_order(func.body):
         if isinstance(expr, Call) and isinstance(expr.op, Op) and \
                 get_op_attr(expr.op.name, ALTER_ATTR) is None and \
-                (blocks_of := get_op_attr(expr.op.name, BLOCKS_ATTR)) is not None and \
-                blocks_of(expr, None) and _packable(expr.args[0]):
+                _packable(expr.args[0]) and _forms(expr, None):
             layers[id(expr)] = _Layer(expr)
     logged = {key: _logged_states(layer.call) for key, layer in layers.items()}
     if not any(logged.values()):
@@ -273,6 +288,6 @@ def _solve(classes: _Classes, domains: dict, layers: list[_Layer]) -> dict[int, 
     plan = {}
     for layer, best in zip(layers, bests):
         i, j = chosen[index[layer.data]], chosen[index[layer.out]]
-        state = layer.states[best[i, j]][0]
-        plan[id(layer.call)] = Planned(state, domains[layer.out][j])
+        form = layer.states[best[i, j]][0]
+        plan[id(layer.call)] = Planned(form, domains[layer.out][j])
     return plan

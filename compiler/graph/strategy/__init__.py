@@ -5,15 +5,20 @@ The compiler may not import the template package (search_spaces sits above it), 
 graph kernel should be scheduled by the template whose config the tuner found. So the
 seam points the other way: a package above registers, per graph op, strategy functions
 
-    fn(call, target) -> [Candidate, ...]
+    fn(call, target, form) -> [Candidate, ...]
 
 that look at the typed `Call` (its attrs, `call.args[i].ty`, `call.ty`) and the Target it
 is built for, and return its candidates: a template (or a library's template) with its
 workload, its compute and schedule as functions of a config, the config it runs
-untuned, and a priority; none when they do not cover those attrs or shapes. The op's own
-compute with its default schedule (Op.compute, Op.schedule) is always a candidate too,
-the lowest (priority 0). Which candidate, with which config, is one question, answered
-by the chooser (chooser.py); strategies hold no config and never look at the log.
+untuned, and a priority; none when they do not cover those attrs or shapes. With a
+`form` (one of the call's forms, op/layout.py FORMS_ATTR: a convolution in a pair of
+channel blocks, by Winograd or not), the candidates the call would have once
+AlterOpLayout altered it into that form, each carrying the form: so that one question
+decides how a call runs, whether it is altered included, without building the altered
+call. The op's own compute with its default schedule (Op.compute, Op.schedule) is always
+a candidate too, the lowest (priority 0). Which candidate, with which config, is one
+question, answered by the chooser (chooser.py); strategies hold no config and never
+look at the log.
 
 Who registers: every entry point of the group "autosched.strategies" (a callable that
 calls register_strategy), loaded once per process when candidates are first asked for.
@@ -74,6 +79,10 @@ class Candidate:
     library: the external codegen that computes it when it is a library's template
         ("cblas"): a candidate tuning measures and the chooser compares, never a te
         kernel of the build (its compute and schedule are not called).
+    form: the form of the call it implements (FORMS_ATTR), None for the call as it
+        stands: a candidate the chooser compares, whose kernel the build makes only
+        once AlterOpLayout has altered the call into its form (and the altered call's
+        candidates schedule it).
     """
     name: str
     workload: tuple | None
@@ -83,15 +92,28 @@ class Candidate:
     info: Callable[[object], dict]
     priority: int = 10
     library: str | None = None
+    form: object | None = None
 
 
-def op_default(call: Call) -> Candidate:
-    """The op's own compute with its default schedule, as the lowest candidate."""
+def op_default(call: Call, form=None) -> Candidate | None:
+    """The op's own compute with its default schedule, as the lowest candidate: of the
+    call, or of its `form` (a candidate the chooser compares, never lowered: see
+    Candidate.form), None for a form the default does not run (its `default`)."""
     op = call.op
+    if form is not None:
+        if not form.default:
+            return None
+        return Candidate(op.name, None, _altered_first, _altered_first, lambda: None,
+                         lambda config: dict(NO_TEMPLATE), priority=0, form=form)
     return Candidate(op.name, None,
                      lambda config, ins: op.compute(ins, call.attrs, call.ty),
                      lambda config, out, anchor: op.schedule(out, anchor, call),
                      lambda: None, lambda config: dict(NO_TEMPLATE), priority=0)
+
+
+def _altered_first(*_):
+    raise TypeError("a candidate of a form of a call: the build lowers the call "
+                    "AlterOpLayout made of it, whose candidates schedule it")
 
 
 _STRATEGIES: dict[str, list[Callable]] = {}
@@ -100,10 +122,12 @@ _all_loaded = False          # every entry point is in _loaded: no need to look 
 _lock = threading.RLock()
 
 
-def register_strategy(op_name: str, fn: Callable[[Call, Target], list[Candidate]]) -> None:
-    """Register `fn(call, target) -> [Candidate, ...]` as a strategy of graph op
-    `op_name`. Registering the same function again for the same op replaces it (a
-    module loaded twice does not answer twice)."""
+def register_strategy(op_name: str,
+                      fn: Callable[[Call, Target, object], list[Candidate]]) -> None:
+    """Register `fn(call, target, form) -> [Candidate, ...]` as a strategy of graph op
+    `op_name` (`form`: None, or one of the call's forms, see the module docstring).
+    Registering the same function again for the same op replaces it (a module loaded
+    twice does not answer twice)."""
     if not callable(fn):
         raise TypeError(f"register_strategy({op_name!r}): fn must be callable, got {fn!r}")
     with _lock:
@@ -155,13 +179,16 @@ def strategy_folders() -> list[str]:
     return sorted(folders)
 
 
-def candidates(call: Call, target: Target | None = None, libraries=()) -> list[Candidate]:
+def candidates(call: Call, target: Target | None = None, libraries=(),
+               form=None) -> list[Candidate]:
     """Every candidate of the typed `call` for `target` (default: Target.current(), else
-    the host): the registered strategies' in their order, a library's only when
-    `libraries` names it, and the op's own default last."""
+    the host), or of the call altered into its `form`: the registered strategies' in
+    their order, a library's only when `libraries` names it, and the op's own default
+    last (where it runs the form)."""
     load_strategies()
     target = Target.resolve(target)
     with target:  # a template's space, which a strategy builds, fits the target's vector unit
-        found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target)]
+        found = [c for fn in _STRATEGIES.get(call.op.name, []) for c in fn(call, target, form)]
+    default = op_default(call, form)
     return [c for c in found if c.library is None or c.library in libraries] + \
-        [op_default(call)]
+        ([default] if default is not None else [])

@@ -1,9 +1,9 @@
 """The chooser: which candidate implements a call, with which config (TVM's dispatch
 context and select_implementation in one question). Every decision of that kind asks it:
-lowering (which schedules a kernel), AlterOpLayout (keep a convolution in NCHW or pack
-it: the candidates of both forms), the cblas codegen (give a call to the library or
-keep a tuned kernel) and `autosched log best` (what the build applies), so the build and
-the command line cannot disagree.
+lowering (which schedules a kernel), AlterOpLayout and the layout planner (keep a call as
+it stands or alter it into one of its forms: the candidates of each), the cblas codegen
+(give a call to the library or keep a tuned kernel) and `autosched log best` (what the
+build applies), so the build and the command line cannot disagree.
 
 A chooser answers `choose(candidates, target) -> Choice | None`; None leaves the choice
 to the chooser entered before it, and the default below them all takes the candidate of
@@ -103,16 +103,26 @@ def choose(found: list[Candidate], target: Target | None = None,
     return default_choice(found)
 
 
-def choose_implementation(forms: list[Call], target: Target | None = None,
-                          libraries=(), applies: bool = True) -> Choice:
-    """The one question every decision asks: how a call is implemented, among the
-    candidates of each of `forms`, the typed forms the build may run it in (a
-    convolution packed by AlterOpLayout or not, a dense on packed weights or not:
-    alter_op_layout.implementation_forms), in that order of preference on a tie.
-    `libraries`: the external codegens the build was asked to use; their candidates
-    join, preferred while nothing is logged (the highest priority) and last on a tie of
-    records. `applies`: see Chooser.choose."""
-    found = [c for call in forms for c in candidates(call, target, libraries)]
+def implementations(call: Call, forms=(), target: Target | None = None,
+                    libraries=()) -> list[Candidate]:
+    """The candidates of each of `forms` (of the typed `call`, op/layout.py FORMS_ATTR:
+    the ways AlterOpLayout may alter it), in that order, then of `call` as it stands:
+    what every decision about a call puts to the chooser, in its order of preference on
+    a tie. `libraries`: the external codegens the build was asked to use; their
+    candidates join, preferred while nothing is logged (the highest priority) and last
+    on a tie of records."""
+    found = [c for form in (*forms, None) for c in candidates(call, target, libraries, form)]
     top = max(c.priority for c in found) + 1
     found = [dataclasses.replace(c, priority=top) if c.library else c for c in found]
-    return choose(sorted(found, key=lambda c: c.library is not None), target, applies)
+    return sorted(found, key=lambda c: c.library is not None)
+
+
+def choose_implementation(call: Call, forms=(), target: Target | None = None,
+                          libraries=(), applies: bool = True) -> Choice:
+    """The one question every decision asks: how the typed `call` runs, among its
+    implementations (its candidates and those of its `forms`); the chosen candidate's
+    `form` says whether AlterOpLayout alters it, and into what. Asked by AlterOpLayout
+    and the layout planner (with the forms), lowering (the call as the passes left it),
+    the cblas codegen and `autosched log best`, so that they cannot disagree.
+    `applies`: see Chooser.choose."""
+    return choose(implementations(call, forms, target, libraries), target, applies)

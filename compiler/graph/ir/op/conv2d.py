@@ -13,14 +13,21 @@ AVX2, and their multiples), and conv2d_blocks says which pairs a call may take.
 A 3x3, stride 1 convolution may instead run by Winograd's F(m x m, 3 x 3)
 (compiler/ops/conv2d_winograd.py): `kernel_layout="winograd4_16o"` names its weights
 transformed once when the model is built, (m + 2, m + 2, O/16, I, 16), into which
-AlterOpLayout turns a constant weight (alter_conv2d_nchwc, `winograd`); the data and
-output are packed as for the direct form. The implementation chooser picks between the
-forms of a layer (LayoutContext.alter_chosen: Winograd, direct packed or NCHW, one question).
+AlterOpLayout turns a constant weight (alter_conv2d_nchwc, of a Winograd form); the data
+and output are packed as for the direct form.
+
+A convolution's forms (layout.FORMS_ATTR) are Conv2dForm values: a pair of blocks, and
+Winograd's m or 0 for the direct packed form. One question to the chooser, over the
+candidates of the call and of its forms, decides which it runs as (LayoutContext.
+alter_chosen), or the layout planner decides it for the whole graph (layout_plan.py);
+either way alter_conv2d_nchwc applies the form decided, and lowering schedules the call
+it made.
 """
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +40,7 @@ from ....ops.conv2d_winograd import (conv2d_winograd_nchwc, schedule_conv2d_wino
 from ....ops.pattern import OpPattern
 from ..expr import Call, Constant, Expr
 from ..ty import TensorType
-from .layout import (BLOCKS_ATTR, block_of, channel_blocks, is_packed, layout_transform,
+from .layout import (FORMS_ATTR, block_of, channel_blocks, is_packed, layout_transform,
                      packed, smallest_block, transform_array)
 from .registry import GraphTypeError, call, register_op, register_op_attr
 from .relations import kernel_blocks, padding4, pair, same_dtype, tensor_args, window
@@ -231,35 +238,53 @@ def conv2d_blocks(attrs, tinfos, data_block: int | None = None) -> list[tuple[in
     return [(b, o) for b in blocks for o in outs]
 
 
-def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, data_block: int | None = None,
-                       blocks: tuple[int, int] | None = None, winograd: bool = False):
-    """The built-in alteration of nn.conv2d into NCHW[x]c (Relay's FTVMAlterOpLayout
-    signature), or None. An ordinary convolution (groups 1, NCHW) computes in NCHW[x]c
-    with its weights packed OIHW[x]i[y]o, the layout in which its kernel
-    (compiler.ops.conv2d_nchwc) runs near the FMA peak; a depthwise one with weights
-    OIHW1i[x]o. (x, y) is `blocks` when given (the layout planner's choice), else the
-    untuned pair of conv2d_blocks for data packed in `data_block`. The weights'
-    layout_transform is of constants, so FoldConstant folds it when the model is built
-    and no weight is repacked at run time.
+@dataclass(frozen=True)
+class Conv2dForm:
+    """A convolution altered into NCHW[x]c (a form, layout.FORMS_ATTR): the (input block,
+    output block) it computes in, and `winograd`: the tile size m of Winograd's F(m x m,
+    3 x 3) it runs by, 0 for the direct packed convolution."""
+    blocks: tuple[int, int]
+    winograd: int = 0
 
-    `winograd`: a convolution that winograd_tile_size says may run by Winograd, on a
-    constant weight, does, its weights transformed here (winograd_weight_transform), as
-    the dense's alteration packs its weights; any other stays direct."""
-    if blocks is None:
-        pairs = conv2d_blocks(attrs, tinfos, data_block)
-        if not pairs:
-            return None
-        blocks = pairs[0]
-    block, out_block = blocks
+    @property
+    def default(self) -> bool:
+        """Whether the op's own default schedule may run it: not a Winograd form, which
+        without a template of its own gives way to the direct form (its numbers differ
+        from the direct convolution's by rounding, for no measured gain)."""
+        return not self.winograd
+
+
+def conv2d_forms(call: Call, data_block: int | None = None) -> list[Conv2dForm]:
+    """The forms of the typed NCHW convolution `call` (its FORMS_ATTR): for each pair of
+    conv2d_blocks (the untuned pair for data packed in `data_block` first), by Winograd
+    where winograd_tile_size says it may run so (float32 data, constant weights, not
+    depthwise), then directly; [] for a call that does not pack."""
+    data, weight = (a.ty for a in call.args)
+    pairs = conv2d_blocks(call.attrs, [data, weight], data_block)
+    m = bool(pairs) and call.attrs["groups"] == 1 and data.dtype == "float32" and \
+        isinstance(call.args[1], Constant) and \
+        winograd_tile_size(weight.shape[2:], call.attrs["strides"], call.attrs["dilation"],
+                           call.ty.shape[2:], (data.shape[1], weight.shape[0]))
+    return [form for pair in pairs
+            for form in ((Conv2dForm(pair, m), Conv2dForm(pair)) if m else (Conv2dForm(pair),))]
+
+
+def alter_conv2d_nchwc(attrs, inputs, tinfos, out_type, form: Conv2dForm):
+    """nn.conv2d altered into the form `form` (Relay's FTVMAlterOpLayout signature, the
+    form decided: see conv2d_forms). An ordinary convolution (groups 1, NCHW) computes in
+    NCHW[x]c with its weights packed OIHW[x]i[y]o, the layout in which its kernel
+    (compiler.ops.conv2d_nchwc) runs near the FMA peak; a depthwise one with weights
+    OIHW1i[x]o; (x, y) is the form's blocks. The weights' layout_transform is of
+    constants, so FoldConstant folds it when the model is built and no weight is
+    repacked at run time. A Winograd form's constant weights are transformed here
+    (winograd_weight_transform), as the dense's alteration packs its weights."""
+    block, out_block = form.blocks
     depthwise = attrs["groups"] != 1
-    data, weight = tinfos
-    m = winograd and not depthwise and isinstance(inputs[1], Constant) and \
-        winograd_tile_size(weight.shape[2:], attrs["strides"], attrs["dilation"],
-                           out_type.shape[2:], (data.shape[1], weight.shape[0]))
-    if m:
-        u = _transformed(inputs[1].data, m, out_block)
+    if form.winograd:
+        u = _transformed(inputs[1].data, form.winograd, out_block)
         return conv2d(inputs[0], Constant(u), attrs["strides"], attrs["padding"],
-                      attrs["dilation"], 1, packed(block), winograd_layout(m, out_block),
+                      attrs["dilation"], 1, packed(block),
+                      winograd_layout(form.winograd, out_block),
                       packed(out_block) if out_block != block else "")
     kernel_layout = f"OIHW{1 if depthwise else block}i{out_block}o"
     packed_weight = layout_transform(inputs[1], "OIHW", kernel_layout)
@@ -288,32 +313,18 @@ def _transformed(weight: np.ndarray, m: int, block: int) -> np.ndarray:
     return found[1]
 
 
-def _blocks_of(call: Call, data_block: int | None) -> list[tuple[int, int]]:
-    """conv2d_blocks of a typed call (the op's BLOCKS_ATTR)."""
-    return conv2d_blocks(call.attrs, [a.ty for a in call.args], data_block)
-
-
 def _layout(ctx, call: Call) -> Expr | None:
-    """The blocks the layout planner chose for this call (None: NCHW), else
-    alter_conv2d_nchwc's untuned pair for the block its data comes packed in; by
-    Winograd or directly as the plan says, else as the chooser decides in one question,
-    which without a plan may keep the call in NCHW (ctx.alter_chosen)."""
+    """The form the layout planner decided for this call (None: NCHW), else the one the
+    chooser takes in one question among the call as it stands and its forms in the
+    untuned blocks for the block its data comes packed in (ctx.alter_chosen)."""
     planned = ctx.planned()
-    if planned is not None and planned.blocks is None:
-        return None
     if planned is not None:
-        alter = functools.partial(alter_conv2d_nchwc, blocks=planned.blocks)
-        winograd = planned.winograd
-    else:
-        have = ctx.layout_of(call.args[0])
-        alter = functools.partial(alter_conv2d_nchwc,
-                                  data_block=block_of(have) if is_packed(have) else None)
-        winograd = None
-    if winograd is not None:
-        return ctx.alter(call, functools.partial(alter, winograd=winograd))
-    # the one decision: by Winograd, directly, or (without a plan) NCHW as it stands
-    fns = [functools.partial(alter, winograd=True), functools.partial(alter, winograd=False)]
-    return ctx.alter_chosen(call, fns, keep=planned is None)
+        return None if planned.form is None else \
+            ctx.alter(call, functools.partial(alter_conv2d_nchwc, form=planned.form))
+    have = ctx.layout_of(call.args[0])
+    forms = conv2d_forms(ctx.original(), block_of(have) if is_packed(have) else None)
+    untuned = [f for f in forms if f.blocks == forms[0].blocks]
+    return ctx.alter_chosen(call, untuned, alter_conv2d_nchwc)
 
 
 def _schedule(out, anchor, call: Call):
@@ -360,7 +371,7 @@ register_op("nn.conv2d", _rel, OpPattern.OUT_ELEMWISE_FUSABLE,
              "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": ""}, 2,
             compute=_compute, reference=_reference, layout=_layout, schedule=_schedule,
             samples=_samples)
-register_op_attr("nn.conv2d", BLOCKS_ATTR, _blocks_of)
+register_op_attr("nn.conv2d", FORMS_ATTR, conv2d_forms)
 
 
 def conv2d(data: Expr, weight: Expr, strides=(1, 1), padding=(0, 0), dilation=(1, 1),

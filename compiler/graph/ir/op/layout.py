@@ -10,7 +10,7 @@ from ....transform.pass_infra import PassContext, register_pass_config
 from ....ops.pattern import OpPattern
 from ..expr import Call, Expr
 from ..ty import TensorType
-from .registry import GraphTypeError, call, needs_nchw, register_op
+from .registry import GraphTypeError, call, get_op_attr, needs_nchw, register_op
 from .relations import kernel_blocks, tensor_args
 
 
@@ -47,11 +47,28 @@ def keeps_layout(rule):
     return rule
 
 
-BLOCKS_ATTR = "layout_blocks"
-"""The op attribute that says which (input block, output block) pairs a call may compute
-in: `fn(call, data_block) -> [(x, y), ...]`, the untuned pair for data arriving in
-blocks of `data_block` (None: NCHW) first; [] when the call does not pack. AlterOpLayout's
-planner (layout_plan.py) and task extraction read it; nn.conv2d registers one."""
+FORMS_ATTR = "layout_forms"
+"""The op attribute that lists a call's forms, the alterations AlterOpLayout may make of
+it: `fn(call, data_block) -> [form, ...]` for a typed call in NCHW (`data_block`: the
+block its data arrives packed in, None for NCHW), in the op's order of preference (the
+untuned first). A form is a frozen value: the op's layout rule applies it, and the
+strategies give the candidates the call would have altered into it
+(strategy.Candidate.form), so that one question to the chooser, over the call's
+candidates and its forms', decides how the call runs (chooser.choose_implementation).
+Every form has `blocks`: the (input block, output block) a convolution's computes in,
+which the layout planner (layout_plan.py) chooses among, None for one in no blocks (a
+dense's packed weights); and `default`: whether the op's own default schedule may run it
+(strategy.op_default). nn.conv2d, nn.dense and matmul register one; [] when a call has
+none."""
+
+
+
+def forms_of(call: Call, data_block: int | None = None) -> list:
+    """The forms of the typed `call` (its op's FORMS_ATTR) for data arriving in blocks of
+    `data_block` (None: NCHW); [] for an op without any."""
+    fn = get_op_attr(call.op.name, FORMS_ATTR) if hasattr(call.op, "name") else None
+    return fn(call, data_block) if fn is not None else []
+
 
 VECTORS_PER_BLOCK = (1, 2, 4)
 """A block is one, two or four float32 vectors of the target: the packed convolution's

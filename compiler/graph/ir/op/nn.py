@@ -5,6 +5,7 @@ reference, layout rule and samples, and its constructor."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,11 +15,11 @@ from ....ops.pattern import OpPattern
 from ..expr import Call, Constant, Expr, TupleGetItem
 from ..ty import TensorType, TupleType
 from .conv2d import conv2d
-from .layout import block_of, is_packed, keeps_layout, layout_transform
+from .layout import FORMS_ATTR, block_of, is_packed, keeps_layout, layout_transform
 from .layout_rules import follow
 from .norm import layer_norm
 from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
-from .registry import GraphTypeError, call, needs_nchw, register_op
+from .registry import GraphTypeError, call, needs_nchw, register_op, register_op_attr
 from .relations import axis_of, identity_rel, same_dtype, tensor_args
 from .tensor import add
 from .transform import reshape, reshape_compute, strided_slice
@@ -98,32 +99,52 @@ a transformer's tokens. Below, the padding is a large share of the work (a batch
 classifier's one row would be eight), and small models keep their workloads."""
 
 
-def alter_dense_pack(attrs, inputs, tinfos, out_type):
-    """The built-in alteration of nn.dense (Relay's FTVMAlterOpLayout signature): a
-    constant weight (N, K) packed once, here, in panels of the first of dense_panels()
-    that divides N, and nn.contrib_dense_pack reading it, so that the kernel reads
-    contiguous weights and packs nothing at run time (TOPI's dense_pack); None for a
-    weight that is not a constant, data that is not 2-D float32, or N that no panel
-    width divides (the dense template then packs). Rows whose count has no divisor
-    that makes a good register tile (197: a ViT's tokens, a prime) are padded with zero
-    rows to a multiple of 8, and the product sliced back (a 1-row tile ran at a
-    quarter of the speed), from PAD_ROWS_FROM rows on."""
-    data, weight = tinfos
-    if not isinstance(inputs[1], Constant) or len(data.shape) != 2 or \
-            data.dtype != "float32":
-        return None
+@dataclass(frozen=True)
+class DenseForm:
+    """A dense altered into nn.contrib_dense_pack (a form, layout.FORMS_ATTR): its weights
+    packed in panels of `block` rows, its data padded with zero rows to `rows` (its own
+    count: no padding)."""
+    block: int
+    rows: int
+    blocks = None    # it computes in no channel blocks
+    default = True   # the op's own default schedule may run it
+
+
+def dense_forms(call: Call, data_block: int | None = None) -> list[DenseForm]:
+    """The form of the typed nn.dense `call` (its FORMS_ATTR; `data_block` plays no
+    part): a constant weight (N, K) packed in panels of the first of dense_panels() that
+    divides N, so that the kernel reads contiguous weights and packs nothing at run time
+    (TOPI's dense_pack); none for a weight that is not a constant, data that is not 2-D
+    float32, or N that no panel width divides (the dense template then packs). Rows
+    whose count has no divisor that makes a good register tile (197: a ViT's tokens, a
+    prime) are padded with zero rows to a multiple of 8 (a 1-row tile ran at a quarter
+    of the speed), from PAD_ROWS_FROM rows on."""
+    data, weight = (a.ty for a in call.args)
+    if not isinstance(call.args[1], Constant) or data.ndim != 2 or data.dtype != "float32":
+        return []
     block = next((b for b in dense_panels() if weight.shape[0] % b == 0), None)
     if block is None:
-        return None
-    packed = pack_dense_weight(inputs[1].data, block)
-    packed.setflags(write=False)  # a copy of its own: the constant takes it, uncopied
-    packed = Constant(packed)
+        return []
     rows = data.shape[0]
     padded = -(-rows // 8) * 8
     if rows < PAD_ROWS_FROM or _row_tile(padded, block) < 2 * _row_tile(rows, block):
+        padded = rows
+    return [DenseForm(block, padded)]
+
+
+def alter_dense_pack(attrs, inputs, tinfos, out_type, form: DenseForm):
+    """nn.dense altered into the form `form` (Relay's FTVMAlterOpLayout signature, the
+    form decided: see dense_forms): its constant weight packed once, here, and
+    nn.contrib_dense_pack reading it, on the data padded to the form's rows and the
+    product sliced back where it pads."""
+    packed = pack_dense_weight(inputs[1].data, form.block)
+    packed.setflags(write=False)  # a copy of its own: the constant takes it, uncopied
+    packed = Constant(packed)
+    rows = tinfos[0].shape[0]
+    if form.rows == rows:
         return contrib_dense_pack(inputs[0], packed)
-    x = pad(inputs[0], ((0, padded - rows), (0, 0)))
-    return strided_slice(contrib_dense_pack(x, packed), (0, 0), (rows, weight.shape[0]))
+    x = pad(inputs[0], ((0, form.rows - rows), (0, 0)))
+    return strided_slice(contrib_dense_pack(x, packed), (0, 0), (rows, tinfos[1].shape[0]))
 
 
 def _row_tile(rows: int, block: int) -> int:
@@ -133,28 +154,43 @@ def _row_tile(rows: int, block: int) -> int:
     return ops.register_tile([r for r in ops.divisors(rows) if r <= most], [block])[0]
 
 
-def alter_batched_matmul(attrs, inputs, tinfos, out_type):
-    """The built-in alteration of a float32 matmul of 3-D operands with one batch extent
-    (attention's products, which the batch_matmul template schedules): rows or columns
-    from PAD_ROWS_FROM on whose count has no divisor that makes a good register tile
-    (197: a ViT's tokens, a prime) are padded with zeros, the rows to a multiple of 8 and
-    the columns to one of the target's lanes, and the product sliced back; None keeps
-    the call. A ViT-B's scores, (12, 197, 64) x (12, 64, 197), ran in 1 x 1 tiles at 15
-    GFLOPS."""
-    a, b = tinfos
-    if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0] or \
+@dataclass(frozen=True)
+class MatmulForm:
+    """A matmul of 3-D operands padded to `rows` rows and `columns` columns, the product
+    sliced back (a form, layout.FORMS_ATTR)."""
+    rows: int
+    columns: int
+    blocks = None    # it computes in no channel blocks
+    default = True   # the op's own default schedule may run it
+
+
+def matmul_forms(call: Call, data_block: int | None = None) -> list[MatmulForm]:
+    """The form of the typed matmul `call` (its FORMS_ATTR; `data_block` plays no part):
+    for a float32 matmul of 3-D operands with one batch extent (attention's products,
+    which the batch_matmul template schedules), rows or columns from PAD_ROWS_FROM on
+    whose count has no divisor that makes a good register tile (197: a ViT's tokens, a
+    prime) padded with zeros, the rows to a multiple of 8 and the columns to one of the
+    target's lanes; none where neither pads. A ViT-B's scores, (12, 197, 64) x (12, 64,
+    197), ran in 1 x 1 tiles at 15 GFLOPS."""
+    a, b = (x.ty for x in call.args)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or \
             a.dtype != "float32" or b.dtype != "float32":
-        return None
-    (batch, rows, _), columns = a.shape, b.shape[2]
+        return []
+    rows, columns = a.shape[1], b.shape[2]
     lanes = Target.resolve().vector_lanes
-    pad_rows = _padded(rows, 8, ops.max_rows(lanes))
-    pad_columns = _padded(columns, lanes, lanes)
-    if (pad_rows, pad_columns) == (rows, columns):
-        return None
-    x = pad(inputs[0], ((0, 0), (0, pad_rows - rows), (0, 0))) if pad_rows > rows \
+    form = MatmulForm(_padded(rows, 8, ops.max_rows(lanes)), _padded(columns, lanes, lanes))
+    return [] if (form.rows, form.columns) == (rows, columns) else [form]
+
+
+def alter_batched_matmul(attrs, inputs, tinfos, out_type, form: MatmulForm):
+    """A matmul altered into the form `form` (Relay's FTVMAlterOpLayout signature, the
+    form decided: see matmul_forms): its operands padded with zeros, the product sliced
+    back."""
+    (batch, rows, _), columns = tinfos[0].shape, tinfos[1].shape[2]
+    x = pad(inputs[0], ((0, 0), (0, form.rows - rows), (0, 0))) if form.rows > rows \
         else inputs[0]
-    y = pad(inputs[1], ((0, 0), (0, 0), (0, pad_columns - columns))) \
-        if pad_columns > columns else inputs[1]
+    y = pad(inputs[1], ((0, 0), (0, 0), (0, form.columns - columns))) \
+        if form.columns > columns else inputs[1]
     return strided_slice(matmul(x, y), (0, 0, 0), (batch, rows, columns))
 
 
@@ -213,9 +249,16 @@ def _batch_matmul_rel(types, attrs):
     return TensorType((a.shape[0], a.shape[1], b.shape[1]), same_dtype("nn.batch_matmul", [a, b]))
 
 
+def _as_chosen(forms_of, alteration):
+    """The layout rule that alters a call into the form the chooser takes among the call
+    as it stands and its forms (`forms_of(call)`), by `alteration`
+    (LayoutContext.alter_chosen)."""
+    return lambda ctx, c: ctx.alter_chosen(c, forms_of(ctx.original()), alteration)
+
+
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
             compute=_dense_compute, reference=lambda a, at: a[0] @ a[1].T,
-            layout=lambda ctx, c: ctx.alter_chosen(c, [alter_dense_pack], keep=True),
+            layout=_as_chosen(dense_forms, alter_dense_pack),
             samples=lambda: [([_t(7, 13), _t(37, 13)], {}), ([_t(2, 7, 13), _t(5, 13)], {}),
                              ([_t(13), _t(7, 13)], {})])
 register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
@@ -224,7 +267,7 @@ register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUS
             samples=lambda: [([_t(7, 13), _t(5, 13, 8)], {}), ([_t(1, 37), _t(2, 37, 16)], {})])
 register_op("matmul", _matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {}, 2,
             compute=_matmul_compute, reference=lambda a, at: np.matmul(a[0], a[1]),
-            layout=lambda ctx, c: ctx.alter_chosen(c, [alter_batched_matmul], keep=True),
+            layout=_as_chosen(matmul_forms, alter_batched_matmul),
             samples=lambda: [([_t(7, 13), _t(13, 37)], {}),
                              ([_t(2, 7, 13), _t(13, 5)], {}),
                              ([_t(3, 1, 7, 13), _t(2, 13, 5)], {})])
@@ -232,6 +275,8 @@ register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE
             compute=lambda ins, at, ty: ops.batch_matmul(ins[0], ins[1], transpose_b=True),
             reference=lambda a, at: a[0] @ a[1].transpose(0, 2, 1), layout=needs_nchw,
             samples=lambda: [([_t(3, 7, 13), _t(3, 37, 13)], {})])
+register_op_attr("nn.dense", FORMS_ATTR, dense_forms)
+register_op_attr("matmul", FORMS_ATTR, matmul_forms)
 
 
 # ------------------------------------------------------------------ the others

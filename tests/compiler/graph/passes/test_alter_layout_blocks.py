@@ -9,7 +9,7 @@ import pytest
 
 from compiler import Target, graph
 from compiler.frontend import from_onnx
-from compiler.graph.passes.alter_op_layout import block_forms
+from compiler.graph.ir.op.conv2d import Conv2dForm, conv2d_forms
 from compiler.graph.ir.op.layout import channel_blocks
 from compiler.transform.pass_infra import PassContext
 from onnx_models import input_and_expected, residual
@@ -28,10 +28,11 @@ def test_the_blocks_are_the_targets_lanes_then_their_multiples(target, channels,
     assert channel_blocks(channels, Target(target)) == blocks
 
 
-def _conv(c, k, groups=1):
-    x = graph.var("x", shape=(1, c, 9, 9))
-    w = graph.var("w", shape=(k, c // groups, 3, 3))
-    fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1, groups=groups))
+def _conv(c, k, groups=1, size=9, weight=None):
+    x = graph.var("x", shape=(1, c, size, size))
+    w = graph.var("w", shape=(k, c // groups, 3, 3)) if weight is None else graph.const(weight)
+    fn = graph.Function([x] if weight is not None else [x, w],
+                        graph.nn.conv2d(x, w, padding=1, groups=groups))
     return graph.passes.InferType()(graph.IRModule.from_expr(fn))["main"].body
 
 
@@ -42,13 +43,26 @@ def _conv(c, k, groups=1):
     (HASWELL, 16, 16, 16, [(8, 8), (16, 16)]),         # depthwise: one block for both
     (AVX512, 16, 13, 1, []),                           # 13 output channels do not pack
 ])
-def test_a_convolutions_block_forms_are_every_pair_the_untuned_first(target, c, k, groups,
-                                                                      pairs):
+def test_a_convolutions_forms_are_every_pair_the_untuned_first(target, c, k, groups, pairs):
     with Target(target):
-        found = block_forms(_conv(c, k, groups))
-    assert [p for p, _ in found] == pairs
-    for (ic, oc), form in found:
-        assert form.attrs["data_layout"] == f"NCHW{ic}c" and form.ty.shape[-1] == oc
+        found = conv2d_forms(_conv(c, k, groups))
+    assert found == [Conv2dForm(p) for p in pairs]  # weights no constant: no Winograd
+
+
+@pytest.mark.parametrize("target, m", [(AVX512, 4), (HASWELL, 2)])
+def test_a_3x3_convolution_on_constant_weights_has_a_winograd_form_before_each_direct(
+        target, m):
+    """winograd_tile_size's m (F(4x4) with 32 vector registers, F(2x2) with 16) on constant
+    weights; the data block asked for comes first; a depthwise one has none."""
+    weight = np.zeros((32, 16, 3, 3), "float32")
+    with Target(target):
+        lanes = Target(target).vector_lanes
+        found = conv2d_forms(_conv(16, 32, size=28, weight=weight), data_block=16)
+        depthwise = conv2d_forms(_conv(16, 16, 16, 28, np.zeros((16, 1, 3, 3), "float32")))
+    pairs = list(dict.fromkeys(f.blocks for f in found))
+    assert pairs[0][0] == 16 and all(b % lanes == 0 for p in pairs for b in p)
+    assert found == [f for p in pairs for f in (Conv2dForm(p, m), Conv2dForm(p))]
+    assert depthwise and not any(f.winograd for f in depthwise)
 
 
 def test_a_residual_block_built_for_haswell_packs_in_blocks_of_8():

@@ -167,13 +167,13 @@ def test_the_highest_priority_candidate_that_applies_wins():
                          lambda cfg, out, anchor: default_schedule(out), lambda: None,
                          lambda cfg: {"template": name}, priority)
 
-    register_strategy(probe.name, lambda call, target: [make("any", 5)])
-    register_strategy(probe.name, lambda call, target: [make("narrow", 20)]
+    register_strategy(probe.name, lambda call, target, form: [make("any", 5)])
+    register_strategy(probe.name, lambda call, target, form: [make("narrow", 20)]
                       if call.attrs["channels"] <= 8 else [])
     x = graph.var("x", shape=(1, 8))
     for channels, chosen in ((8, "narrow"), (9, "any")):
         call = Call(probe, (x,), {"channels": channels})
-        assert choose_implementation([call]).candidate.name == chosen
+        assert choose_implementation(call).candidate.name == chosen
 
 
 def _python(code: str, path_dir=None) -> subprocess.CompletedProcess:
@@ -193,7 +193,7 @@ FIND_CONV_STRATEGY = """
     fn = graph.Function([x, w], graph.nn.conv2d(x, w, padding=1))
     call = graph.passes.InferType()(graph.IRModule.from_expr(fn))["main"].body
     assert "search_spaces" not in sys.modules
-    print(choose_implementation([call]).candidate.name)
+    print(choose_implementation(call).candidate.name)
 """
 
 
