@@ -19,6 +19,7 @@ values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 
 from llvmlite import ir
@@ -67,6 +68,7 @@ class CodeGenLLVM:
         self.bufs = dict(zip(func.params, fn.args))
         self.env = dict(zip(func.size_vars, fn.args[len(func.params):]))
         self.in_parallel = False
+        self._non_negative = set(func.size_vars)  # variables in scope never negative
         self.stmt(func.body)
         self.builder.ret(I32(0))
         self._packed(func, fn)
@@ -149,7 +151,7 @@ class CodeGenLLVM:
             case For(kind=kind) if kind == PARALLEL and not self.in_parallel:
                 self._parallel(s)
             case For(loop_var=v, min=lo, extent=ext, body=body):
-                self._loop(v, self.expr(lo), self.expr(ext), body)
+                self._loop(v, self.expr(lo), self.expr(ext), body, self._never_negative(lo))
             case Store(buffer=buf, index=idx, value=val):
                 self._store(buf, idx, self.expr(val))
             case IfThenElse(condition=c, then_case=t, else_case=f):
@@ -165,7 +167,8 @@ class CodeGenLLVM:
                 b.position_at_end(done)
             case LetStmt(var=v, value=val, body=body):
                 self.env[v] = self.expr(val)
-                self.stmt(body)
+                with self._signed(v, self._never_negative(val)):
+                    self.stmt(body)
                 del self.env[v]
             case Allocate(buffer=buf, body=body):
                 self._allocate(buf, body)
@@ -174,8 +177,10 @@ class CodeGenLLVM:
             case _:
                 raise BuildError(f"{self.fname}: no code generation for {type(s).__name__}")
 
-    def _loop(self, var: E.Var, lo: ir.Value, extent: ir.Value, body) -> None:
-        """`for idx in [0, extent)` with `var = lo + idx`, the loop shape LLVM analyses best."""
+    def _loop(self, var: E.Var, lo: ir.Value, extent: ir.Value, body,
+              non_negative: bool = False) -> None:
+        """`for idx in [0, extent)` with `var = lo + idx`, the loop shape LLVM analyses best
+        (`non_negative`: lo is never negative, and so neither is `var`)."""
         b, ty = self.builder, llvm_type(var.dtype)
         lo, extent = self._int_as(lo, ty), self._int_as(extent, ty)
         pre = b.block
@@ -189,7 +194,8 @@ class CodeGenLLVM:
         b.cbranch(b.icmp_signed("<", idx, extent), loop, done)
         b.position_at_end(loop)
         self.env[var] = b.add(lo, idx, name=var.name, flags=("nsw",))
-        self.stmt(body)
+        with self._signed(var, non_negative):
+            self.stmt(body)
         idx.add_incoming(b.add(idx, ir.Constant(ty, 1), flags=("nsw",)), b.block)
         b.branch(header)
         b.position_at_end(done)
@@ -257,7 +263,8 @@ class CodeGenLLVM:
             if bufs:
                 self._allocate(bufs[0], lambda: nest(bufs[1:]))
             else:
-                self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], body)
+                self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], body,
+                           self._never_negative(loop.min))  # a chunk starts at min or after
         nest(hoisted)
         self.builder.ret(I32(0))
         self.in_parallel = False
@@ -384,6 +391,12 @@ class CodeGenLLVM:
                 return b.or_(self.expr(x), self.expr(y))
             case E.CmpOp(a=x, b=y):
                 return compare(b, type(e), self.expr(x), self.expr(y), x.dtype)
+            case E.FloorDiv(a=x, b=y) | E.FloorMod(a=x, b=y) if \
+                    self._never_negative(x) and self._positive(y):
+                # floor and truncation agree: one unsigned instruction, not the floor's
+                # fix-up of a signed one (an index's fused loop variable, split again)
+                op = b.udiv if isinstance(e, E.FloorDiv) else b.urem
+                return op(self.expr(x), self.expr(y))
             case E.BinaryOp(a=x, b=y):
                 return binary(b, type(e), self.expr(x), self.expr(y), e.dtype, self.fname)
             case E.Select(condition=c, true_value=t, false_value=f, lazy=lazy):
@@ -396,6 +409,36 @@ class CodeGenLLVM:
                 del self.env[v]
                 return out
         raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
+
+    @contextlib.contextmanager
+    def _signed(self, var: E.Var, non_negative: bool):
+        """While the scope of `var` is emitted: whether it is never negative (a loop
+        variable from a start that is not, a let of such a value)."""
+        before = var in self._non_negative
+        if non_negative:
+            self._non_negative.add(var)
+        else:
+            self._non_negative.discard(var)
+        try:
+            yield
+        finally:
+            if before:
+                self._non_negative.add(var)
+            else:
+                self._non_negative.discard(var)
+
+    def _never_negative(self, e) -> bool:
+        """Whether the integer expression `e` is known never to be negative: a constant
+        that is not, a size or a variable in scope said to be (_signed), and sums,
+        products, minima, maxima, quotients and remainders of such (a short walk: index
+        expressions are small)."""
+        return _never_negative(e, self._never_negative, self._non_negative)
+
+    def _positive(self, e) -> bool:
+        """Whether `e` is a constant above 0 (or a vector of it)."""
+        if isinstance(e, Broadcast):
+            e = e.value
+        return isinstance(e, E.IntImm) and e.value > 0
 
     def _select(self, c, t, f, lazy: bool = True) -> ir.Value:
         b = self.builder
@@ -418,6 +461,27 @@ class CodeGenLLVM:
         phi.add_incoming(tv, t_end)
         phi.add_incoming(fv, f_end)
         return phi
+
+
+def _never_negative(e, known, variables: set) -> bool:
+    """_never_negative's rule for one node, `known(child)` answering for its children."""
+    if not E.is_int(e.dtype):  # signed integers only
+        return False
+    match e:
+        case E.IntImm(value=v):
+            return v >= 0
+        case E.Var():
+            return e in variables
+        case E.Add(a=x, b=y) | E.Mul(a=x, b=y) | E.Min(a=x, b=y) | E.FloorDiv(a=x, b=y) | \
+                E.FloorMod(a=x, b=y):
+            return known(x) and known(y)
+        case E.Max(a=x, b=y):
+            return known(x) or known(y)
+        case Ramp(base=base, stride=stride):
+            return known(base) and known(stride)
+        case Broadcast(value=v):
+            return known(v)
+    return False
 
 
 def _hoist_allocations(body) -> tuple:

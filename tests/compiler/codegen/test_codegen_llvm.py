@@ -183,3 +183,37 @@ def test_with_a_target_it_is_the_current_one_and_blocks_nest():
         assert compiler.Target.current() is outer
     assert compiler.Target.current() is None
     assert outer == compiler.Target("llvm -mcpu=znver4")  # entering it changes no field
+
+
+def _unoptimized_ir(s, args) -> str:
+    from compiler.codegen.llvm import CodeGenLLVM
+    cg = CodeGenLLVM(compiler.Target("llvm"))
+    cg.add_function(compiler.lower(s, args, "k"))
+    return str(cg.module)
+
+
+def test_an_index_of_a_fused_loop_divides_unsigned_and_an_offset_one_floors():
+    """A fused loop's variable is never negative, so its quotient and remainder by the
+    extents are one udiv / urem each (no floor fix-up for LLVM to fold); an index that
+    may be negative (of a loaded value) keeps the floor's signed division. Both
+    compute."""
+    A = te.placeholder((7, 6), name="A")
+    C = te.compute((6, 7), lambda i, j: A[j, i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].fuse(*C.op.axis)
+    ir_text = _unoptimized_ir(s, [A, C])
+    assert "udiv" in ir_text and "urem" in ir_text and "sdiv" not in ir_text
+    a = np.random.default_rng(4).random((7, 6), dtype="float32")
+    c = np.zeros((6, 7), "float32")
+    compiler.build(s, [A, C])(a, c)
+    np.testing.assert_array_equal(c, a.T * 2)
+
+    B = te.placeholder((13,), name="B", dtype="int32")
+    D = te.compute((13,), lambda i: (B[i] + i) // 4 + (B[i] + i) % 4, name="D")
+    s = te.create_schedule(D.op)
+    assert "sdiv" in _unoptimized_ir(s, [B, D])
+    b = np.random.default_rng(5).integers(-30, 30, 13).astype("int32")
+    d = np.zeros(13, "int32")
+    compiler.build(s, [B, D])(b, d)
+    v = b + np.arange(13)
+    np.testing.assert_array_equal(d, v // 4 + v % 4)
