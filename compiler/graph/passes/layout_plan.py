@@ -231,13 +231,14 @@ def _untuned_states(layer: _Layer, into: list[str]) -> list:
     """The form `layer`'s rule would take for data in each layout of `into`, at no cost:
     the one the chooser takes among its forms in the untuned blocks for that data (as
     op/conv2d.py's rule asks without a plan)."""
-    states = []
+    chosen: dict[tuple, object] = {}  # the untuned forms -> the one taken (asked once)
     for a in into:
         forms = _forms(layer.call, block_of(a) if is_packed(a) else None)
-        untuned = [f for f in forms if f.blocks == forms[0].blocks]
-        form = choose_implementation(layer.call, untuned, applies=False).candidate.form
-        states.append((form, 0.0))
-    return list(dict.fromkeys(states))
+        untuned = tuple(f for f in forms if f.blocks == forms[0].blocks)
+        if untuned not in chosen:
+            chosen[untuned] = choose_implementation(layer.call, untuned,
+                                                    applies=False).candidate.form
+    return [(form, 0.0) for form in dict.fromkeys(chosen.values())]
 
 
 def plan_layouts(func: Function) -> dict[int, Planned]:
