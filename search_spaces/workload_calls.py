@@ -35,8 +35,8 @@ def call_of(name: str, args: tuple) -> Call | None:
 def forms_of(name: str, args: tuple) -> tuple[Call, list] | None:
     """The typed call of template `name`'s workload `args` and its forms (op/layout.py
     forms_of: the ways the build may alter it, a packed convolution's data arriving in
-    the workload's own block, so that its pair of blocks comes first), or None for a
-    template no graph op uses."""
+    the workload's own input block, whose pairs come first), or None for a template no
+    graph op uses."""
     call = call_of(name, args)
     if call is None:
         return None
