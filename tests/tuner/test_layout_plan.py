@@ -10,6 +10,7 @@ import pytest
 import tuner
 from compiler import Target, graph
 from compiler.graph.passes.layout_plan import transform_seconds
+from compiler.graph.strategy.chooser import Chooser
 from compiler.graph.ir.reference import evaluate
 from compiler.transform.pass_infra import PassContext
 from records.apply_history_best import ApplyHistoryBest
@@ -83,6 +84,36 @@ def test_both_layers_take_the_wider_blocks_when_together_they_are_fastest(tmp_pa
     assert [s["info"]["workload"] for s in steps if s["ops"][0] == "nn.conv2d"] == [
         f"{n}{a!r}" for n, a in (conv_a(L, 2 * L), conv_b(2 * L, L))]
     assert [s["ops"][0] for s in steps].count("layout_transform") == 2
+
+
+class Decisions(Chooser):
+    """Entered innermost, it answers nothing and counts the decisions among a call's
+    implementations: the questions whose candidates are of more than one form of the
+    call (the call as it stands counts as one), not a form's own record looked up, nor
+    lowering's config of the call AlterOpLayout made."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def choose(self, candidates, target, applies=True):
+        self.asked += len({c.form for c in candidates}) > 1
+        return None
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_each_convolution_is_decided_in_one_question(tmp_path, logged):
+    """Each of the model's two convolutions is decided once: without a log by its layout
+    rule (among its untuned forms and the call as it stands), with one by the layout
+    planner (among all its forms), which AlterOpLayout then applies without asking."""
+    log(tmp_path / "t.db", {conv_a(L, L): 10 * T, conv_b(L, L): 10 * T} if logged else {})
+    decisions = Decisions()
+    with ApplyHistoryBest(tmp_path / "t.db"), decisions, PassContext(opt_level=3), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib = graph.build(graph.IRModule.from_expr(model()))
+    assert decisions.asked == 2
+    assert [s["info"].get("record") is not None for s in lib.plan["steps"]
+            if s["ops"][0] == "nn.conv2d"] == [logged, logged]
 
 
 def test_resnet18_with_every_block_logged_needs_no_transform_between_its_layers(tmp_path):

@@ -95,21 +95,19 @@ class _Layer:
 def _logged_states(call: Call) -> list | None:
     """The states of `call` the log gives: [(None, 0)] when the chooser keeps it NCHW,
     else the forms whose records are of the tier of the chooser's choice, with their
-    times; None when nothing of it is logged (its untuned form then). One question over
-    all its forms; then each form's own record, for its time."""
+    times; None when nothing of it is logged (its layout rule then decides its form).
+    Each implementation's own record is looked up (a question about one candidate); the
+    decision among them is one question, asked only when one of them is logged."""
     found = implementations(call, _forms(call, None))
-    chosen = chooser.choose(found, applies=False)
-    if chosen.report is None:
+    reports = [chooser.choose([c], applies=False).report if c.workload is not None else None
+               for c in found]
+    if not any(reports):
         return None
+    chosen = chooser.choose(found, applies=False)
     if chosen.candidate.form is None:
         return [(None, 0.0)]
-    states = []
-    for c in found:
-        if c.form is not None and c.workload is not None:
-            report = chooser.choose([c], applies=False).report  # its own record
-            if report is not None and report.tier == chosen.report.tier:
-                states.append((c.form, _picoseconds(report.seconds)))
-    return states
+    return [(c.form, _picoseconds(r.seconds)) for c, r in zip(found, reports)
+            if c.form is not None and r is not None and r.tier == chosen.report.tier]
 
 
 def _forms(call: Call, data_block: int | None) -> list:
