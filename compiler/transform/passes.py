@@ -5,13 +5,15 @@ transformation itself lives in its own file as a plain IR-to-IR function.
 
 lower() runs `lower_pipeline()`: StorageFlatten, Simplify — the loop IR a reader
 compares with the reference documents. build() then runs `build_pipeline()`:
-LoopPartition, Simplify, VectorizeLoop, UnrollLoop, Simplify, RemoveNoOp. Both run under
-the current PassContext, so `disabled_pass`, `opt_level` and `config` change the code.
+LoopPartition, Simplify, VectorizeLoop, UnrollLoop, Simplify, RemoveNoOp,
+InlineInvariants. Both run under the current PassContext, so `disabled_pass`,
+`opt_level` and `config` change the code.
 """
 from __future__ import annotations
 
 import dataclasses
 
+from .hoist_invariants import inline_invariants
 from .loop_partition import loop_partition
 from .pass_infra import PassContext, Sequential, prim_func_pass, register_pass_config
 from .remove_no_op import remove_no_op
@@ -92,6 +94,16 @@ def RemoveNoOp():
     return remove_no_op_pass
 
 
+def InlineInvariants():
+    """The index arithmetic UnrollLoop bound ahead of its unrolled regions, put back where
+    it is used (transform/hoist_invariants.py: the lets serve the passes after the unroll;
+    code generation sees the loop IR it saw without them)."""
+    @prim_func_pass(opt_level=0, name="InlineInvariants")
+    def inline_invariants_pass(func, mod, ctx):
+        return _with_body(func, inline_invariants(func.body))
+    return inline_invariants_pass
+
+
 def lower_pipeline() -> Sequential:
     """The passes lower() runs after schedule_ops."""
     return Sequential([StorageFlatten(), Simplify()], name="lower")
@@ -100,8 +112,8 @@ def lower_pipeline() -> Sequential:
 def build_pipeline() -> Sequential:
     """The passes build() runs between lower() and code generation."""
     return Sequential([LoopPartition(), Simplify(), VectorizeLoop(), UnrollLoop(), Simplify(),
-                       RemoveNoOp()], name="build")
+                       RemoveNoOp(), InlineInvariants()], name="build")
 
 
 __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "UnrollLoop",
-           "RemoveNoOp", "lower_pipeline", "build_pipeline", "PassContext"]
+           "RemoveNoOp", "InlineInvariants", "lower_pipeline", "build_pipeline", "PassContext"]

@@ -1,13 +1,13 @@
 """Simplify: index arithmetic and constant folding (compiler/arith) over every expression
-of a statement, and loops of extent 1 replaced by their body with the loop variable bound
-to the loop's start, which removes the degenerate loops that splits and partitions leave
-behind."""
+of a statement, knowing the bounds of its loop and let variables, and loops of extent 1
+replaced by their body with the loop variable bound to the loop's start, which removes
+the degenerate loops that splits and partitions leave behind."""
 from __future__ import annotations
 
-from ..arith.simplify import Bounds, loop_bounds, simplify
+from ..arith.simplify import Bounds, const_bound, loop_bounds, simplify
 from ..ir import expr as E
 from ..ir.functor import map_children, substitute, transform
-from ..ir.stmt import For
+from ..ir.stmt import For, LetStmt
 
 
 def simplify_stmt(s, bounds: Bounds | None = None, memo: dict | None = None):
@@ -23,6 +23,12 @@ def simplify_stmt(s, bounds: Bounds | None = None, memo: dict | None = None):
         inner = {**bounds, s.loop_var: loop_bounds(lo, ext, bounds)}
         body = simplify_stmt(s.body, inner, memo)
         return For(s.loop_var, lo, ext, s.kind, body, s.pragmas)
+    if isinstance(s, LetStmt) and E.is_int(s.var.dtype) and E.lanes(s.var.dtype) == 1:
+        # the variable takes its value's bounds (an unrolled region's hoisted index:
+        # transform/hoist_invariants.py)
+        value = simplify(s.value, bounds, memo)
+        body = simplify_stmt(s.body, {**bounds, s.var: const_bound(value, bounds)}, memo)
+        return s if value is s.value and body is s.body else LetStmt(s.var, value, body)
     return map_children(s, lambda c: simplify_stmt(c, bounds, memo))
 
 

@@ -18,6 +18,7 @@ from ..ir import expr as E
 from ..ir.expr import Load
 from ..ir.functor import children, free_vars, map_children, substitute, transform
 from ..ir.stmt import SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Stmt, Store, seq
+from .hoist_invariants import hoist_invariants
 from .remove_no_op import no_op
 
 
@@ -37,13 +38,20 @@ def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True
     and the steps of its body after its own inner loops were unrolled); then one walk
     down expands them, carrying the values of the enclosing unrolled loops' variables,
     so that each expression of a copy is substituted and simplified once, with all of
-    them, rather than once per enclosing unrolled loop.
+    them, rather than once per enclosing unrolled loop. Before that walk, the index
+    arithmetic that no unrolled loop reaches is bound once ahead of each unrolled
+    region (hoist_invariants.py), so that the copies carry only what changes.
     """
     if not explicit_unroll:
         return stmt
     plan = _Plan(auto_max_step)
     plan.steps(stmt)
-    return _Expand(plan.extents).stmt(stmt, {}) if plan.extents else stmt
+    if not plan.extents:
+        return stmt
+    stmt = hoist_invariants(stmt, plan.extents)
+    plan = _Plan(auto_max_step)  # the same loops, rebuilt
+    plan.steps(stmt)
+    return _Expand(plan.extents).stmt(stmt, {})
 
 
 class _Plan:
