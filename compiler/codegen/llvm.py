@@ -64,6 +64,7 @@ class CodeGenLLVM:
         for arg, v in zip(fn.args[len(func.params):], func.size_vars):
             arg.name = v.name
         self.fname = func.name
+        self._emitted, self._index_facts, self._bindings = {}, {}, 0  # expr's
         self._begin(fn)
         self.bufs = dict(zip(func.params, fn.args))
         self.env = dict(zip(func.size_vars, fn.args[len(func.params):]))
@@ -166,10 +167,10 @@ class CodeGenLLVM:
                         b.branch(done)
                 b.position_at_end(done)
             case LetStmt(var=v, value=val, body=body):
-                self.env[v] = self.expr(val)
+                self._bind(v, self.expr(val))
                 with self._signed(v, self._never_negative(val)):
                     self.stmt(body)
-                del self.env[v]
+                self._bind(v, None)
             case Allocate(buffer=buf, body=body):
                 self._allocate(buf, body)
             case Evaluate(value=v):
@@ -193,13 +194,13 @@ class CodeGenLLVM:
         idx.add_incoming(ir.Constant(ty, 0), pre)
         b.cbranch(b.icmp_signed("<", idx, extent), loop, done)
         b.position_at_end(loop)
-        self.env[var] = b.add(lo, idx, name=var.name, flags=("nsw",))
+        self._bind(var, b.add(lo, idx, name=var.name, flags=("nsw",)))
         with self._signed(var, non_negative):
             self.stmt(body)
         idx.add_incoming(b.add(idx, ir.Constant(ty, 1), flags=("nsw",)), b.block)
         b.branch(header)
         b.position_at_end(done)
-        del self.env[var]
+        self._bind(var, None)
 
     def _int_as(self, v: ir.Value, ty: ir.Type) -> ir.Value:
         """An index value in the loop variable's integer type (sizes may be int64)."""
@@ -269,6 +270,7 @@ class CodeGenLLVM:
         self.builder.ret(I32(0))
         self.in_parallel = False
         self.fn, self.entry, self.builder, self.env, self.bufs = outer
+        self._bindings += 1
 
         b = self.builder
         extent = self._int_as(self.expr(loop.extent), I32)
@@ -359,8 +361,48 @@ class CodeGenLLVM:
 
     # ------------------------------------------------------------------ expressions
 
+    def _bind(self, var: E.Var, value: ir.Value | None) -> None:
+        """`var` bound to `value` (None: its scope ends); index values emitted under the
+        bindings before are not reused after (expr)."""
+        if value is None:
+            del self.env[var]
+        else:
+            self.env[var] = value
+        self._bindings += 1
+
     def expr(self, e) -> ir.Value:
-        """The LLVM value of the expression `e`, emitted at the builder's position."""
+        """The LLVM value of the expression `e`, emitted at the builder's position.
+
+        An index expression (integer arithmetic on variables and constants) that was
+        emitted already in the current block, under the same bindings, is that value
+        again. An unrolled body's copies share such subexpressions by identity (a
+        tile's base address, transform/hoist_invariants.py), and emitting each once
+        leaves LLVM's EarlyCSE nothing to remove: the same code after it, from a third
+        less IR to build, print and parse (ResNet-18's F(4x4) Winograd kernel). Only
+        within a block: code in a branch stays in the branch, as LLVM would keep it."""
+        if not self._is_index(e):
+            return self._expr(e)
+        hit = self._emitted.get(id(e))
+        if hit is not None and hit[0] is e and hit[1] is self.builder.block \
+                and hit[2] == self._bindings:
+            return hit[3]
+        value = self._expr(e)
+        self._emitted[id(e)] = (e, self.builder.block, self._bindings, value)
+        return value
+
+    def _is_index(self, e) -> bool:
+        """Whether `e` is integer arithmetic of variables and constants, one lane."""
+        if not isinstance(e, E.BinaryOp) or isinstance(e, E.CmpOp) \
+                or not E.is_int(e.dtype) or E.lanes(e.dtype) != 1:
+            return False
+        hit = self._index_facts.get(id(e))
+        if hit is None or hit[0] is not e:
+            leaf = (E.Var, E.IntImm)
+            hit = self._index_facts[id(e)] = (e, all(
+                isinstance(c, leaf) or self._is_index(c) for c in (e.a, e.b)))
+        return hit[1]
+
+    def _expr(self, e) -> ir.Value:
         b = self.builder
         match e:
             case E.IntImm(value=v, dtype=dt):
@@ -404,9 +446,9 @@ class CodeGenLLVM:
             case E.Call(name=name, args=args, dtype=dt):
                 return math_call(b, name, [self.expr(a) for a in args], dt, self.fname)
             case E.Let(var=v, value=val, body=body):
-                self.env[v] = self.expr(val)
+                self._bind(v, self.expr(val))
                 out = self.expr(body)
-                del self.env[v]
+                self._bind(v, None)
                 return out
         raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
 
