@@ -10,6 +10,7 @@ import numpy as np
 
 from . import disk_cache
 from .codegen.compile import compile_module, compile_object
+from .collector import fewer_collections
 from .errors import LowerError
 from .ir.expr import Var
 from .ir.functor import collect
@@ -75,7 +76,8 @@ def build(sch: Schedule, args, target="llvm", name: str = "main"):
     Returns a runtime.Module: call it on numpy arrays, time it, export it.
     """
     target = Target(target)
-    return compile_module(built_ir(sch, args, name), target, entry=name)
+    with fewer_collections():
+        return compile_module(built_ir(sch, args, name), target, entry=name)
 
 
 def built_ir(sch: Schedule, args, name: str) -> IRModule:
@@ -87,7 +89,8 @@ def build_object(sch: Schedule, args, target="llvm", name: str = "main") -> byte
     """Compile like build(), but return the target's object code instead of loading it:
     bytes that another process (a tuner's timing host) loads with
     compiler.runtime.load_object(data, target) to get the same runtime.Module."""
-    return compile_object(built_ir(sch, args, name), Target(target), entry=name)
+    with fewer_collections():
+        return compile_object(built_ir(sch, args, name), Target(target), entry=name)
 
 
 def build_key(target: Target, folders=()) -> list | None:

@@ -57,6 +57,7 @@ from ...target import Target
 from ...transform.pass_infra import PassContext, Sequential
 from ..ir.bind import bind_params
 from ..ir.expr import Call, Constant, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ...collector import fewer_collections
 from .external import get_external
 from .kernel_pool import fork_map, workers_for
 from ..ir.functor import ExprMutator, post_order
@@ -74,7 +75,7 @@ def build(mod: IRModule, target="llvm", params: dict | None = None,
     """The GraphExecutor of `mod`'s "main" (see the module docstring); `external`: the
     external codegens to partition for, in order of preference. The target is entered
     (compiler.Target.current()) for every pass and choice, not for lowering alone."""
-    with Target(target) as entered:
+    with Target(target) as entered, fewer_collections():
         return GraphModule(optimize_module(mod, params, external), entered)
 
 
