@@ -27,7 +27,7 @@ from llvmlite import ir
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.expr import Broadcast, Load, Ramp
-from ..ir.functor import collect
+from ..ir.functor import collect, exists
 from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, PrimFunc,
                        SeqStmt, Store)
 from ..runtime.cpu_features import required_features
@@ -485,7 +485,7 @@ class CodeGenLLVM:
     def _select(self, c, t, f, lazy: bool = True) -> ir.Value:
         b = self.builder
         lazy = lazy and E.lanes(c.dtype) == 1 and \
-            any(collect(x, lambda n: isinstance(n, Load)) for x in (t, f))
+            any(exists(x, lambda n: isinstance(n, Load)) for x in (t, f))
         if not lazy:
             return b.select(self.expr(c), self.expr(t), self.expr(f))
         # Only the chosen branch runs, so a guarded out-of-bounds read (padding) is safe.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..arith.simplify import const_bound, equal
 from ..ir import expr as E
 from ..ir.expr import Load
-from ..ir.functor import collect, free_vars, transform
+from ..ir.functor import collect, exists, free_vars, transform
 from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, Store, seq
 
 
@@ -62,7 +62,7 @@ def _remove(s) -> Stmt | None:
         case Store(buffer=buf, index=idx, value=Load(buffer=src, index=src_idx)) \
                 if src is buf and equal(idx, src_idx):
             return no_op()
-        case Allocate(buffer=buf, body=body) if not collect(
+        case Allocate(buffer=buf, body=body) if not exists(
                 body, lambda n: isinstance(n, Load) and n.buffer is buf):
             return remove_no_op(_without_stores(body, buf))
         case LetStmt(var=var, body=body) if not _reads(body, var):

@@ -21,7 +21,7 @@ import warnings
 from ..arith.simplify import const_bound, simplify, skey
 from ..ir import expr as E
 from ..ir.expr import Broadcast, Load, Ramp
-from ..ir.functor import collect, substitute, transform
+from ..ir.functor import collect, exists, substitute, transform
 from ..ir.stmt import (SERIAL, VECTORIZED, Allocate, Evaluate, For, IfThenElse, LetStmt,
                        SeqStmt, Store)
 
@@ -168,7 +168,7 @@ def _vectorize_loop(loop: For):
         return Evaluate(E.const(0))
     if ext.value == 1:
         return substitute(loop.body, {loop.loop_var: loop.min})
-    if collect(loop.body, lambda x: isinstance(x, E.Expr) and E.lanes(x.dtype) > 1):
+    if exists(loop.body, lambda x: isinstance(x, E.Expr) and E.lanes(x.dtype) > 1):
         raise _Refuse("its body is already vectorized (nested vectorized loops)")
     vec = _Vectorizer(loop.loop_var, loop.min, ext.value)
     # Know every buffer the loop writes before looking at any read, so a read that
