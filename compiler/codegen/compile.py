@@ -15,7 +15,7 @@ from llvmlite import ir
 
 from .. import disk_cache
 from ..errors import BuildError
-from ..ir.functor import collect
+from ..ir.functor import collect_stmts
 from ..ir.module import IRModule
 from ..ir.stmt import PrimFunc, Store
 from ..llvm_target import optimize, target_machine
@@ -33,7 +33,7 @@ def module_meta(mod, target: Target, entry: str) -> dict:
     for an expression of sizes (runtime/shape_expr.py; checked once the sizes are bound);
     the sizes' keys in call order (unique even when two te.var share a name)."""
     func = mod[entry]
-    written = {s.buffer for s in collect(func.body, lambda n: isinstance(n, Store))}
+    written = {s.buffer for s in collect_stmts(func.body, lambda n: isinstance(n, Store))}
     keys = {}
     for v in func.size_vars:
         keys[v] = v.name if v.name not in keys.values() else f"{v.name}_{len(keys)}"

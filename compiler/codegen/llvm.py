@@ -211,9 +211,10 @@ class CodeGenLLVM:
     def _parallel(self, loop: For) -> None:
         """Outline the loop body and hand it to the thread pool; the closure carries the
         values and buffers the body uses from outside."""
-        used_vars = list(dict.fromkeys(v for v in collect(loop, lambda n: isinstance(n, E.Var))
-                                       if v in self.env))
-        accesses = collect(loop, lambda n: isinstance(n, (Load, Store)))
+        used = collect(loop, lambda n: isinstance(n, (E.Var, Load, Store)))  # one walk
+        used_vars = list(dict.fromkeys(v for v in used if isinstance(v, E.Var) and
+                                       v in self.env))
+        accesses = [n for n in used if not isinstance(n, E.Var)]
         used_bufs = list(dict.fromkeys(n.buffer for n in accesses if n.buffer in self.bufs))
         values = [self.env[v] for v in used_vars] + [self.bufs[buf] for buf in used_bufs]
         sty = ir.LiteralStructType([v.type for v in values])

@@ -11,7 +11,7 @@ import dataclasses
 from functools import cache
 from collections.abc import Callable
 
-from .expr import Var
+from .expr import Expr, Var
 from .node import Node
 
 
@@ -109,6 +109,18 @@ def collect(node: Node, pred: Callable[[Node], bool]) -> list[Node]:
         if pred(n):
             out.append(n)
         stack.extend(reversed(children(n)))
+    return out
+
+
+def collect_stmts(node: Node, pred: Callable[[Node], bool]) -> list[Node]:
+    """collect(node, pred) for a `pred` that no expression satisfies (a Store, an
+    Allocate): the walk does not enter expressions, most of a kernel's nodes."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if pred(n):
+            out.append(n)
+        stack.extend(reversed([c for c in children(n) if not isinstance(c, Expr)]))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..arith.simplify import const_bound, equal
 from ..ir import expr as E
 from ..ir.expr import Load
-from ..ir.functor import collect, exists, free_vars, transform
+from ..ir.functor import collect_stmts, exists, free_vars, transform
 from ..ir.stmt import Allocate, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, Store, seq
 
 
@@ -74,7 +74,7 @@ def _reads(body: Stmt, var: E.Var) -> bool:
     """Whether `body` reads `var`: in an expression, or in the size of a buffer it
     allocates (a Buffer is not an IR node, so free_vars does not look there)."""
     return var in free_vars(body) or any(
-        var in free_vars(d) for a in collect(body, lambda n: isinstance(n, Allocate))
+        var in free_vars(d) for a in collect_stmts(body, lambda n: isinstance(n, Allocate))
         for d in a.buffer.shape)
 
 
