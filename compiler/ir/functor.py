@@ -51,36 +51,38 @@ def _rebuilt(node: Node, changes: dict) -> Node:
     return new
 
 
-def _is_node(x) -> bool:
-    return isinstance(x, Node)
-
-
 def children(node: Node) -> list[Node]:
     """The Expr / Stmt / Range children of a node, in field order."""
     out = []
     for name in _child_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
+        if isinstance(v, Node):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if _is_node(x))
+            out.extend(x for x in v if isinstance(x, Node))
     return out
 
 
 def map_children(node: Node, f: Callable[[Node], Node]) -> Node:
-    """Rebuild `node` with `f` applied to each child; the same object if nothing changed."""
-    changes = {}
+    """Rebuild `node` with `f` applied to each child; the same object if nothing changed.
+    (The walkers' innermost loop, run for every node of every pass: written out, with
+    isinstance inline.)"""
+    changes = None
     for name in _child_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
+        if isinstance(v, Node):
             nv = f(v)
             if nv is not v:
+                if changes is None:
+                    changes = {}
                 changes[name] = nv
-        elif isinstance(v, tuple) and any(_is_node(x) for x in v):
-            nv = tuple(f(x) if _is_node(x) else x for x in v)
+        elif isinstance(v, tuple) and v:
+            nv = tuple(f(x) if isinstance(x, Node) else x for x in v)
             if any(a is not b for a, b in zip(nv, v)):
+                if changes is None:
+                    changes = {}
                 changes[name] = nv
-    return _rebuilt(node, changes) if changes else node
+    return node if changes is None else _rebuilt(node, changes)
 
 
 def transform(node: Node, post: Callable[[Node], Node | None],
