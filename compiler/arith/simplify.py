@@ -222,7 +222,10 @@ def _fold(e: E.Expr):
         return None
     if single and isinstance(v, float):
         v = E.round_float(v, a.dtype)
-    return E.const(_cast_value(v, e.dtype), e.dtype)
+    v = _cast_value(v, e.dtype)
+    if E.is_float(e.dtype):
+        return E.const(v, e.dtype)
+    return E.IntImm(int(v), e.dtype)  # const's node: _cast_value wrapped v into range
 
 
 def _cast_value(v, dtype: str):
