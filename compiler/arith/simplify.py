@@ -437,6 +437,8 @@ def simplify(e: E.Expr, bounds: Bounds | None = None, memo: dict | None = None) 
     bounds dict (by identity: the walk makes one per loop and never changes it). An
     unrolled loop's copies share their subexpressions that no unrolled variable reaches
     (a tile's base address), which are then simplified once rather than once per copy."""
+    if isinstance(e, _LEAVES):  # a variable or a constant is its own simplest form
+        return e
     bounds = bounds or _NO_BOUNDS
     known = getattr(e, _FIXED_POINT, None)
     if known is not None and tuple(bounds.get(v) for v in known[0]) == known[1]:

@@ -73,7 +73,7 @@ def _remove(s) -> Stmt | None:
 def _reads(body: Stmt, var: E.Var) -> bool:
     """Whether `body` reads `var`: in an expression, or in the size of a buffer it
     allocates (a Buffer is not an IR node, so free_vars does not look there)."""
-    return var in free_vars(body) or any(
+    return exists(body, lambda n: n is var) or any(
         var in free_vars(d) for a in collect_stmts(body, lambda n: isinstance(n, Allocate))
         for d in a.buffer.shape)
 
