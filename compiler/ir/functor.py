@@ -103,39 +103,35 @@ def transform(node: Node, post: Callable[[Node], Node | None],
     return visit(node)
 
 
-def collect(node: Node, pred: Callable[[Node], bool]) -> list[Node]:
-    """Every node of the tree (parents before children) for which `pred` holds."""
-    out, stack = [], [node]
+def _preorder(node: Node, into_exprs: bool = True):
+    """The nodes of the tree, parents before children (children in field order);
+    `into_exprs`=False: the walk does not enter expressions (statements, ranges and
+    buffers' nodes only), for a question about statements in a kernel body, most of
+    whose nodes are expressions."""
+    stack = [node]
     while stack:
         n = stack.pop()
-        if pred(n):
-            out.append(n)
-        stack.extend(reversed(children(n)))
-    return out
+        yield n
+        kids = children(n)
+        stack.extend(reversed(kids if into_exprs else
+                              [c for c in kids if not isinstance(c, Expr)]))
+
+
+def collect(node: Node, pred: Callable[[Node], bool]) -> list[Node]:
+    """Every node of the tree (parents before children) for which `pred` holds."""
+    return [n for n in _preorder(node) if pred(n)]
 
 
 def collect_stmts(node: Node, pred: Callable[[Node], bool]) -> list[Node]:
     """collect(node, pred) for a `pred` that no expression satisfies (a Store, an
-    Allocate): the walk does not enter expressions, most of a kernel's nodes."""
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        if pred(n):
-            out.append(n)
-        stack.extend(reversed([c for c in children(n) if not isinstance(c, Expr)]))
-    return out
+    Allocate), without entering expressions."""
+    return [n for n in _preorder(node, into_exprs=False) if pred(n)]
 
 
 def exists(node: Node, pred: Callable[[Node], bool]) -> bool:
-    """Whether some node of the tree satisfies `pred`: collect's walk, stopping at the
-    first (a question asked of whole kernel bodies: does it read this buffer)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if pred(n):
-            return True
-        stack.extend(children(n))
-    return False
+    """Whether some node of the tree satisfies `pred`, stopping at the first (a question
+    asked of whole kernel bodies: does it read this buffer)."""
+    return any(pred(n) for n in _preorder(node))
 
 
 def free_vars(node: Node) -> set[Var]:
