@@ -52,8 +52,7 @@ class Constant(Expr):
 
     def __post_init__(self):
         data = self.data
-        if not (isinstance(data, np.ndarray) and data.flags.owndata and
-                not data.flags.writeable):  # an array no one writes is taken as it is
+        if not (isinstance(data, np.ndarray) and unwritable(data)):
             data = np.array(data)  # else a copy: the graph owns its constants
             data.setflags(write=False)
         object.__setattr__(self, "data", data)
@@ -63,6 +62,25 @@ class Constant(Expr):
     @property
     def ty(self) -> TensorType:
         return self._type
+
+
+def unwritable(data: np.ndarray) -> bool:
+    """Whether no one can write `data`'s elements, so that a constant takes it as it is
+    (no copy: a model's weights are hundreds of megabytes, copied at each fold): it is
+    read-only, and so is every array it views, down to an owner that is a read-only
+    array or a bytes object (an ONNX initializer's raw data, viewed by np.frombuffer).
+    A transpose or reshape folded from a constant is such a view."""
+    while True:
+        if data.flags.writeable:
+            return False
+        base = data.base
+        if base is None:
+            return data.flags.owndata
+        if isinstance(base, bytes):
+            return True
+        if not isinstance(base, np.ndarray):
+            return False  # a memoryview, an mmap, a foreign buffer: maybe writable
+        data = base
 
 
 def _frozen(attrs) -> Mapping:

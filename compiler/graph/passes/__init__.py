@@ -56,6 +56,19 @@ def _empty(expr) -> bool:
     return isinstance(expr.ty, TensorType) and 0 in tuple(expr.ty.shape)
 
 
+def _result_array(value: np.ndarray, call: Call) -> np.ndarray:
+    """A folded call's value in its type's dtype, copied only where it must be: a fresh
+    result (writeable, its own memory) is made read-only and taken; a view of the
+    operands (a transpose, a reshape: read-only, as they are) is taken as it stands,
+    so that a weight's transpose and then its packing copy it once, not twice."""
+    wanted = numpy_dtype(call.ty.dtype) if call.ty else value.dtype
+    if value.dtype != wanted:
+        value = value.astype(wanted)
+    if value.flags.writeable and value.flags.owndata:
+        value.setflags(write=False)  # no one else holds a fresh result
+    return value
+
+
 class _FoldConstant(ExprMutator):
     """Also folds what has no elements: a call whose result is empty is that empty
     constant (nothing to compute, whatever its operands), and a concatenation drops its
@@ -75,9 +88,7 @@ class _FoldConstant(ExprMutator):
                 all(isinstance(a, Constant) for a in call.args):
             value = apply_op(call.op, [a.data for a in call.args], call.attrs)
             if not isinstance(value, tuple):
-                data = value.astype(numpy_dtype(call.ty.dtype) if call.ty else value.dtype)
-                data.setflags(write=False)  # a copy of its own: the constant takes it
-                return Constant(data)
+                return Constant(_result_array(value, call))
         return call
 
 

@@ -201,3 +201,38 @@ def test_a_constant_owns_its_data_and_takes_a_frozen_array_without_a_copy():
     frozen = np.ones(4, "float32")
     frozen.setflags(write=False)
     assert graph.Constant(frozen).data is frozen
+
+
+def test_a_constant_takes_a_view_no_one_can_write_and_copies_one_that_may_change():
+    """A read-only view is taken as it is only when everything under it is read-only
+    too, down to a read-only owner or a bytes object (an ONNX initializer's raw data):
+    a model's weights are not copied at each fold. A read-only view of a bytearray or of
+    a writeable array may still change, so it is copied."""
+    frozen = np.arange(12, dtype="float32").reshape(3, 4).copy()
+    frozen.setflags(write=False)
+    assert graph.Constant(frozen.T).data.base is frozen  # a folded transpose: no copy
+    raw = np.arange(6, dtype="float32").tobytes()
+    weights = np.frombuffer(raw, "float32").reshape(2, 3)
+    assert graph.Constant(weights).data is weights
+    assert graph.Constant(weights.T[::2]).data.base is not None
+    mutable = np.frombuffer(bytearray(raw), "float32")
+    mutable.setflags(write=False)
+    assert graph.Constant(mutable).data is not mutable
+    assert np.shares_memory(graph.Constant(mutable).data, mutable) is False
+
+
+def test_folding_a_weights_transpose_keeps_a_view_and_the_build_stays_right():
+    """FoldConstant folds transpose(W) of a read-only weight to a view of W (no copy),
+    and the model built on it computes with the transposed values (the executor makes
+    its constants contiguous)."""
+    w = np.arange(12, dtype="float32").reshape(4, 3) / 7
+    w.setflags(write=False)
+    x = graph.var("x", shape=(2, 4))
+    mod = IRModule.from_expr(graph.Function(
+        [x], graph.nn.dense(x, graph.transpose(graph.Constant(w), (1, 0)))))
+    weight = graph.passes.FoldConstant()(graph.passes.InferType()(mod))["main"].body.args[1]
+    assert isinstance(weight, graph.Constant) and weight.data.base is w
+    np.testing.assert_array_equal(weight.data, w.T)
+    data = np.random.default_rng(0).standard_normal((2, 4)).astype("float32")
+    [got] = graph.build(mod, target="llvm").run(x=data)
+    np.testing.assert_allclose(got, data @ w, rtol=1e-6, atol=1e-6)
