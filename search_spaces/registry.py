@@ -160,11 +160,10 @@ class Template:
     def bind(self, args: tuple) -> tuple:
         """`args` checked against the signature and the plain-type annotations, defaults
         filled in, lists made tuples: the arguments part of a workload."""
-        where = f"template {self.name!r}{self.signature}"
         try:
             bound = self.signature.bind(*args)
         except TypeError as e:
-            raise SpaceError(f"{where}: {e}") from None
+            raise SpaceError(f"{self._where()}: {e}") from None
         bound.apply_defaults()
         hints = _type_hints(self.fn)
         out = []
@@ -172,15 +171,21 @@ class Template:
             try:
                 value = _plain(value)
             except TypeError:
-                raise SpaceError(f"{where}: argument {pname} must be a number, a string, "
+                raise SpaceError(f"{self._where()}: argument {pname} must be a number, a string, "
                                  f"None or a tuple of them (workloads are stored as JSON), "
                                  f"got {value!r}") from None
             if pname in hints and not _fits(value, hints[pname]):
-                raise SpaceError(f"{where}: argument {pname} must be "
+                raise SpaceError(f"{self._where()}: argument {pname} must be "
                                  f"{getattr(hints[pname], '__name__', hints[pname])}, "
                                  f"got {value!r} ({type(value).__name__})")
             out.append(value)
         return tuple(out)
+
+    def _where(self) -> str:
+        """The template as an error names it: its name and signature (made only for an
+        error: formatting a signature costs more than binding it, and the chooser binds
+        hundreds of candidates a model)."""
+        return f"template {self.name!r}{self.signature}"
 
     def run(self, cfg, args: tuple, target=None):
         """Run the template with `cfg` (a ConfigSpace or a ConfigEntity) on bound `args`
