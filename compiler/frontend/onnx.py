@@ -20,6 +20,7 @@ Everything that cannot be imported is one FrontendError naming the file and the 
 """
 from __future__ import annotations
 
+import mmap
 import os
 
 from .. import graph
@@ -62,7 +63,7 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         if not os.path.exists(where):
             raise FrontendError(f"{where}: no such file")
         try:
-            model = onnx.load(where)
+            model = read_model(where)
         except Exception as err:  # noqa: BLE001 - any parse failure is a bad file
             raise FrontendError(f"{where}: not a readable ONNX model ({type(err).__name__}: "
                                 f"{str(err).splitlines()[0] if str(err) else ''})") from None
@@ -186,6 +187,28 @@ def _default_opset(model, where: str) -> int:
                             f"(supported: {OPSETS.start} to {OPSETS.stop - 1}); convert the "
                             f"model with onnx.version_converter")
     return opset
+
+
+def read_model(path: str):
+    """onnx.load(path), with a binary file parsed from a memory map of it rather than
+    from a copy read into memory first (BERT-base's 440 MB: 0.55-0.60 s to load, 0.25-0.30
+    s mapped); external data is loaded from the file's folder, as onnx.load does. A text
+    format (onnx.load tells it by the file's extension) goes through onnx.load."""
+    import onnx
+    from google.protobuf.message import DecodeError
+    from onnx.external_data_helper import load_external_data_for_model
+    fmt = onnx.serialization.registry.get_format_from_file_extension(os.path.splitext(path)[1])
+    size = os.path.getsize(path)
+    if fmt not in (None, "protobuf") or size == 0:
+        return onnx.load(path)
+    model = onnx.ModelProto()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        with memoryview(mapped) as view:
+            decoded = model.ParseFromString(view)  # copies what it keeps: the map closes
+    if decoded is not None and decoded != size:
+        raise DecodeError(f"Protobuf decoding consumed too few bytes: {decoded} of {size}")
+    load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    return model
 
 
 def _use(values: dict, name: str, what: str):

@@ -231,3 +231,26 @@ def test_a_model_thousands_of_ops_deep_imports_builds_and_matches_onnx_runtime()
     assert text.count("multiply(") == text.count("add(") == 2000
     got, = lib.run(x=x)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_file_is_read_as_onnx_load_reads_it_external_data_and_text_formats_included(tmp_path):
+    """from_onnx(path) parses a binary file from a memory map of it: the same graph and
+    weights as onnx.load's, weights kept in a separate file (external data, beside the
+    model) loaded too; a text format goes through onnx.load; an empty file is a
+    FrontendError naming it."""
+    m = mlp()
+    want_mod, want_params = from_onnx(m)
+    onnx.save_model(m, tmp_path / "plain.onnx")
+    onnx.save_model(m, tmp_path / "split.onnx", save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="split.weights", size_threshold=0)
+    onnx.save_model(m, tmp_path / "text.onnxtxt", format="onnxtxt")
+    assert (tmp_path / "split.weights").stat().st_size > 0
+    for name in ("plain.onnx", "split.onnx", "text.onnxtxt"):
+        mod, params = from_onnx(tmp_path / name)
+        assert str(mod) == str(want_mod), name
+        assert params.keys() == want_params.keys(), name
+        for k, v in want_params.items():
+            np.testing.assert_array_equal(params[k], v, err_msg=f"{name}: {k}")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(FrontendError, match="empty.onnx"):
+        from_onnx(tmp_path / "empty.onnx")
