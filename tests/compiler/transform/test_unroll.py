@@ -193,3 +193,14 @@ def test_an_unrolled_loop_inside_a_buffer_sized_by_an_outer_unrolled_loop_is_exp
                for s in collect(a.body, lambda n: isinstance(n, (Store, Load)))
                if s.buffer.name == "T")
     assert_same_results(PrimFunc("f", (A_BUF,), body), got, [np.zeros(64, dtype="int32")])
+
+
+def test_a_copy_that_writes_back_what_it_reads_is_dropped():
+    """A[i] = A[i] + select(i == 1, 5, 0): the copies for i = 0 and 2 are A[i] = A[i],
+    which the unroller drops as it makes them (a Winograd transform's zero terms); the
+    copy for i = 1 stays, and nothing is left of a loop whose copies all do nothing."""
+    term = E.Select(E.EQ(i, E.const(1)), E.const(5), E.const(0))
+    body = loop(i, 3, Store(A_BUF, i, Load(A_BUF, i) + term), UNROLLED)
+    assert str(unroll_loop(body)) == "A[1] = (A[1] + 5)"
+    assert str(unroll_loop(loop(i, 2, Store(A_BUF, i, Load(A_BUF, i) + 0), UNROLLED))) \
+        == "0"
