@@ -42,6 +42,7 @@ import zipfile
 
 import numpy as np
 
+from ..contiguous import contiguous
 from ..ir.dtype import numpy_dtype
 from . import native
 from .external import load_external
@@ -101,7 +102,7 @@ class GraphExecutor:
         self.lib, self.plan = lib, plan
         self.externals = dict(externals or {})  # name -> its external runtime module
         self.input_names = [i["name"] for i in plan["inputs"]]
-        self.constants = {int(slot): np.asarray(value, order="C")  # 0-d stays 0-d
+        self.constants = {int(slot): contiguous(value)  # 0-d stays 0-d
                           for slot, value in constants.items()}
         # What every thread's slot table starts from: the weights' addresses and the
         # external functions' (both read-only while the model runs).

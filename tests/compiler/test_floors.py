@@ -12,9 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 FLOORS = (
-    ("ir", "errors", "target", "disk_cache", "collector"),  # the ground: nodes, our
-    #   exception types, Target, the on-disk compile cache, the garbage collector held
-    #   back while a build runs
+    ("ir", "errors", "target", "disk_cache", "collector", "contiguous"),  # the ground:
+    #   nodes, our exception types, Target, the on-disk compile cache, the garbage
+    #   collector held back while a build runs, arrays made contiguous on several cores
     ("arith",),
     ("lang",),                    # the tensor-expression language: tensors, reducers
     ("schedule",),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .... import ops, te
+from ....contiguous import contiguous
 from ....target import Target
 from ....ops.pattern import OpPattern
 from ..expr import Call, Constant, Expr, TupleGetItem
@@ -65,7 +66,7 @@ def pack_dense_weight(weight: np.ndarray, block: int) -> np.ndarray:
     """A dense weight (N, K) in panels of `block` rows: (N / block, K, block), W[p * block
     + c, k] at [p, k, c] (nn.contrib_dense_pack's layout)."""
     n, k = weight.shape
-    return np.ascontiguousarray(weight.reshape(n // block, block, k).transpose(0, 2, 1))
+    return contiguous(weight.reshape(n // block, block, k).transpose(0, 2, 1))
 
 
 def unpack_dense_weight(packed: np.ndarray) -> np.ndarray:
