@@ -47,8 +47,13 @@ def run(tree: str, model: str, minutes: float) -> dict:
                 "SELECT COUNT(*), COUNT(DISTINCT task_id || ':' || config_index), "
                 "COUNT(DISTINCT CASE WHEN error_no = 0 THEN task_id || ':' || config_index END) "
                 "FROM records").fetchone()
+            # the mix of templates tuned: a Winograd candidate takes several times a
+            # direct one's build, so a run that gave it more trials measures fewer
+            by_template = dict(conn.execute(
+                "SELECT t.template, COUNT(DISTINCT r.task_id || ':' || r.config_index) "
+                "FROM records r JOIN tasks t ON t.id = r.task_id GROUP BY t.template"))
     return {"tree": tree, "wall_s": wall, "records": records, "distinct": distinct,
-            "ok": ok, "per_minute": distinct / minutes}
+            "ok": ok, "per_minute": distinct / minutes, "by_template": by_template}
 
 
 def main():
@@ -73,6 +78,8 @@ def main():
         print(f"{tree[-40:]:40s} {row['wall_s']:7.0f} {row['records']:8d} "
               f"{row['distinct']:9d} {row['ok']:9d} {row['per_minute']:8.1f} "
               f"{row['per_minute'] / first['per_minute']:6.2f}", flush=True)
+        print("    distinct configs by template: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(row["by_template"].items())), flush=True)
 
 
 if __name__ == "__main__":
