@@ -94,6 +94,12 @@ def test_register_tiles_fit_the_target_and_the_fallback_divides_the_rows(spec, r
         tiles = register_tiles(target, out_shape, window)
         assert tiles and all(t.vectors == vectors for t in tiles)
         held = 1 if window is None else 9  # weight vectors of a block kept in registers
+        # and every tile that fits is there, rows, then columns, then blocks
+        operands = 1 if window is None else 3
+        every = [(r, c, b) for r in range(1, min(oh, 4) + 1) for c in range(1, ow + 1)
+                 for b in ([1] if window else [d for d in range(1, blocks + 1) if blocks % d == 0])
+                 if r * c * b * vectors + b * vectors * held + operands <= registers]
+        assert [(t.rows, t.cols, t.blocks) for t in tiles] == (every or [(1, 1, 1)])
         fits = [t.rows * t.cols * t.blocks * vectors + t.blocks * vectors * held + 1
                 <= registers and blocks % t.blocks == 0 for t in tiles]
         # a 3x3 depthwise window of two-vector blocks cannot fit 16 registers
