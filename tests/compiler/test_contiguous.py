@@ -12,7 +12,7 @@ from compiler.contiguous import PARALLEL_BYTES, contiguous
     ((37, 1000, 16), (1, 0, 2)),     # a dense weight's panels: 2.4 MB, split
     ((7, 13, 3, 3, 16, 16), (0, 2, 4, 5, 3, 1)),  # a small convolution's blocks
     ((1000, 1000), (1, 0)),          # a transpose, 4 MB
-    ((3, 700000), (1, 0)),           # fewer rows than threads would want: 8.4 MB
+    ((700000, 3), (1, 0)),           # an outer axis of 3 rows, 8.4 MB
 ])
 def test_a_strided_array_is_copied_in_c_order_with_its_values(shape, axes):
     base = np.random.default_rng(0).standard_normal(shape).astype("float32")
