@@ -21,6 +21,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .llvm_ops import I32, I64, PTR
+from .packed import add_packed
 
 ENTRY = "graph_run"
 
@@ -58,7 +59,4 @@ def add_graph_entry(module: ir.Module, steps: list[dict]) -> None:
         b.position_at_end(ok)
     b.ret(I32(0))
 
-    packed = ir.Function(module, ir.FunctionType(I32, [PTR]), name=f"{ENTRY}_packed")
-    pb = ir.IRBuilder(packed.append_basic_block("entry"))
-    table = pb.inttoptr(pb.load(packed.args[0], typ=I64), PTR)
-    pb.ret(pb.call(fn, [table]))
+    add_packed(module, fn)

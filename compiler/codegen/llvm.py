@@ -15,12 +15,11 @@ core wrote in the layer before from its own cache), then those left in the other
 that a core slowed by another process for a while does fewer of them. Buffers we
 allocate are 64-byte aligned; small ones live on the stack, so LLVM promotes a fully
 unrolled and vectorized local accumulator to registers. The instructions of each operation on
-values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's.
+values (arithmetic, casts, comparisons, math intrinsics) are llvm_ops.py's; the packed
+wrapper and the module's metadata packed.py's; which integers are never negative (an
+index's unsigned division) non_negative.py's.
 """
 from __future__ import annotations
-
-import contextlib
-import json
 
 from llvmlite import ir
 
@@ -31,8 +30,10 @@ from ..ir.functor import collect, exists
 from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, PrimFunc,
                        SeqStmt, Store)
 from ..runtime.cpu_features import required_features
-from .llvm_ops import (I8, I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
+from .llvm_ops import (I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
                        from_memory, llvm_type, math_call, splat, to_memory)
+from .non_negative import NonNegative, positive_constant
+from .packed import add_module_meta, add_packed
 
 STACK_LIMIT = 64 * 1024  # bytes; bigger buffers come from aligned_alloc
 # Tasks per core of a parallel loop: enough that when one core runs slower than the
@@ -69,10 +70,10 @@ class CodeGenLLVM:
         self.bufs = dict(zip(func.params, fn.args))
         self.env = dict(zip(func.size_vars, fn.args[len(func.params):]))
         self.in_parallel = False
-        self._non_negative = set(func.size_vars)  # variables in scope never negative
+        self.non_negative = NonNegative(func.size_vars)  # and the variables in scope
         self.stmt(func.body)
         self.builder.ret(I32(0))
-        self._packed(func, fn)
+        add_packed(self.module, fn)
 
     def _check_float16(self, func: PrimFunc) -> None:
         """A BuildError when `func` computes in float16 for an x86 CPU without F16C: LLVM
@@ -87,33 +88,9 @@ class CodeGenLLVM:
                              f"{self.target} lacks; use float32, or a CPU that has them "
                              "(-mcpu=haswell or later)")
 
-    def _packed(self, func: PrimFunc, fn: ir.Function) -> None:
-        packed = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=f"{func.name}_packed")
-        b = ir.IRBuilder(packed.append_basic_block("entry"))
-        args = []
-        for pos, ty in enumerate(fn.function_type.args):
-            slot_ptr = b.gep(packed.args[0], [I64(pos)], inbounds=True, source_etype=I64)
-            slot = b.load(slot_ptr, typ=I64)
-            args.append(b.inttoptr(slot, PTR) if ty == PTR
-                        else b.trunc(slot, ty) if ty != I64 else slot)
-        b.ret(b.call(fn, args))
-
     def add_metadata(self, meta: dict) -> None:
-        """`ptr @autosched_module_meta()` returns `meta` as JSON: what an exported module
-        needs to check its arguments in a process that never saw the schedule."""
-        self.metadata(self.module, meta)
-
-    @staticmethod
-    def metadata(module: ir.Module, meta: dict) -> None:
-        """add_metadata on any LLVM module (a library's kernel made without codegen)."""
-        data = bytearray(json.dumps(meta).encode()) + b"\0"
-        arr = ir.ArrayType(I8, len(data))
-        g = ir.GlobalVariable(module, arr, name="autosched_module_meta_data")
-        g.global_constant = True
-        g.initializer = ir.Constant(arr, data)
-        g.type = PTR
-        fn = ir.Function(module, ir.FunctionType(PTR, []), name="autosched_module_meta")
-        ir.IRBuilder(fn.append_basic_block("entry")).ret(g)
+        """`ptr @autosched_module_meta()` returns `meta` as JSON (packed.py)."""
+        add_module_meta(self.module, meta)
 
     def _begin(self, fn: ir.Function) -> None:
         self.fn = fn
@@ -152,7 +129,7 @@ class CodeGenLLVM:
             case For(kind=kind) if kind == PARALLEL and not self.in_parallel:
                 self._parallel(s)
             case For(loop_var=v, min=lo, extent=ext, body=body):
-                self._loop(v, self.expr(lo), self.expr(ext), body, self._never_negative(lo))
+                self._loop(v, self.expr(lo), self.expr(ext), body, self.non_negative(lo))
             case Store(buffer=buf, index=idx, value=val):
                 self._store(buf, idx, self.expr(val))
             case IfThenElse(condition=c, then_case=t, else_case=f):
@@ -168,7 +145,7 @@ class CodeGenLLVM:
                 b.position_at_end(done)
             case LetStmt(var=v, value=val, body=body):
                 self._bind(v, self.expr(val))
-                with self._signed(v, self._never_negative(val)):
+                with self.non_negative.scope(v, self.non_negative(val)):
                     self.stmt(body)
                 self._bind(v, None)
             case Allocate(buffer=buf, body=body):
@@ -195,7 +172,7 @@ class CodeGenLLVM:
         b.cbranch(b.icmp_signed("<", idx, extent), loop, done)
         b.position_at_end(loop)
         self._bind(var, b.add(lo, idx, name=var.name, flags=("nsw",)))
-        with self._signed(var, non_negative):
+        with self.non_negative.scope(var, non_negative):
             self.stmt(body)
         idx.add_incoming(b.add(idx, ir.Constant(ty, 1), flags=("nsw",)), b.block)
         b.branch(header)
@@ -266,7 +243,7 @@ class CodeGenLLVM:
                 self._allocate(bufs[0], lambda: nest(bufs[1:]))
             else:
                 self._loop(loop.loop_var, chunk_fn.args[-2], chunk_fn.args[-1], body,
-                           self._never_negative(loop.min))  # a chunk starts at min or after
+                           self.non_negative(loop.min))  # a chunk starts at min or after
         nest(hoisted)
         self.builder.ret(I32(0))
         self.in_parallel = False
@@ -435,7 +412,7 @@ class CodeGenLLVM:
             case E.CmpOp(a=x, b=y):
                 return compare(b, type(e), self.expr(x), self.expr(y), x.dtype)
             case E.FloorDiv(a=x, b=y) | E.FloorMod(a=x, b=y) if \
-                    self._never_negative(x) and self._positive(y):
+                    self.non_negative(x) and positive_constant(y):
                 # floor and truncation agree: one unsigned instruction, not the floor's
                 # fix-up of a signed one (an index's fused loop variable, split again)
                 op = b.udiv if isinstance(e, E.FloorDiv) else b.urem
@@ -452,36 +429,6 @@ class CodeGenLLVM:
                 self._bind(v, None)
                 return out
         raise BuildError(f"{self.fname}: no code generation for {type(e).__name__} {e}")
-
-    @contextlib.contextmanager
-    def _signed(self, var: E.Var, non_negative: bool):
-        """While the scope of `var` is emitted: whether it is never negative (a loop
-        variable from a start that is not, a let of such a value)."""
-        before = var in self._non_negative
-        if non_negative:
-            self._non_negative.add(var)
-        else:
-            self._non_negative.discard(var)
-        try:
-            yield
-        finally:
-            if before:
-                self._non_negative.add(var)
-            else:
-                self._non_negative.discard(var)
-
-    def _never_negative(self, e) -> bool:
-        """Whether the integer expression `e` is known never to be negative: a constant
-        that is not, a size or a variable in scope said to be (_signed), and sums,
-        products, minima, maxima, quotients and remainders of such (a short walk: index
-        expressions are small)."""
-        return _never_negative(e, self._never_negative, self._non_negative)
-
-    def _positive(self, e) -> bool:
-        """Whether `e` is a constant above 0 (or a vector of it)."""
-        if isinstance(e, Broadcast):
-            e = e.value
-        return isinstance(e, E.IntImm) and e.value > 0
 
     def _select(self, c, t, f, lazy: bool = True) -> ir.Value:
         b = self.builder
@@ -504,27 +451,6 @@ class CodeGenLLVM:
         phi.add_incoming(tv, t_end)
         phi.add_incoming(fv, f_end)
         return phi
-
-
-def _never_negative(e, known, variables: set) -> bool:
-    """_never_negative's rule for one node, `known(child)` answering for its children."""
-    if not E.is_int(e.dtype):  # signed integers only
-        return False
-    match e:
-        case E.IntImm(value=v):
-            return v >= 0
-        case E.Var():
-            return e in variables
-        case E.Add(a=x, b=y) | E.Mul(a=x, b=y) | E.Min(a=x, b=y) | E.FloorDiv(a=x, b=y) | \
-                E.FloorMod(a=x, b=y):
-            return known(x) and known(y)
-        case E.Max(a=x, b=y):
-            return known(x) or known(y)
-        case Ramp(base=base, stride=stride):
-            return known(base) and known(stride)
-        case Broadcast(value=v):
-            return known(v)
-    return False
 
 
 def _hoist_allocations(body) -> tuple:

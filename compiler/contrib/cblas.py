@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..codegen.compile import optimized_text
-from ..codegen.llvm import CodeGenLLVM
+from ..codegen.packed import add_module_meta
 from ..errors import BuildError
 from ..graph.strategy.chooser import Choice, choose_implementation
 from ..graph.ir.expr import Call, Function, Tuple, Var
@@ -138,6 +138,6 @@ def library_ir(symbol: str, gemm: dict, params: list[dict], target) -> str:
             "buffers": [], "gemms": [{"a": ["arg", first], "b": ["arg", second],
                                       "c": ["out", 0], **gemm}]}
     module = gemm_module(symbol, spec)
-    CodeGenLLVM.metadata(module, {"entry": symbol, "target": str(target), "size_vars": [],
-                                  "params": params})
+    add_module_meta(module, {"entry": symbol, "target": str(target), "size_vars": [],
+                             "params": params})
     return str(module)

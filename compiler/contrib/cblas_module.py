@@ -32,6 +32,7 @@ import os
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ..codegen.packed import add_packed
 from ..errors import BuildError
 from ..llvm_target import optimize, target_machine
 from ..runtime.external import ExternalModule
@@ -161,10 +162,5 @@ def gemm_module(symbol: str, spec: dict) -> ir.Module:
         b.call(free, [buf])  # free(NULL) is harmless
     b.ret(I32(-1))
 
-    packed = ir.Function(module, ir.FunctionType(I32, [PTR]), name=symbol + "_packed")
-    pb = ir.IRBuilder(packed.append_basic_block("entry"))
-    args = [pb.inttoptr(pb.load(pb.gep(packed.args[0], [I64(i)], inbounds=True,
-                                       source_etype=I64), typ=I64), PTR)
-            for i in range(count)]
-    pb.ret(pb.call(fn, args))
+    add_packed(module, fn)
     return module
