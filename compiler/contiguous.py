@@ -12,10 +12,11 @@ survive the fork of the build's kernel workers (graph/backend/kernel_pool.py).
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
+
+from .target import usable_cores
 
 PARALLEL_BYTES = 1 << 20
 """The smallest copy split among threads."""
@@ -31,7 +32,7 @@ def contiguous(array) -> np.ndarray:
     array = np.asarray(array)
     if array.flags.c_contiguous:
         return array
-    threads = min(MAX_THREADS, len(os.sched_getaffinity(0)), array.shape[0])
+    threads = min(MAX_THREADS, usable_cores(), array.shape[0])
     if array.nbytes < PARALLEL_BYTES or threads < 2:
         return np.ascontiguousarray(array)
     out = np.empty(array.shape, array.dtype)

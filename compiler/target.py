@@ -109,6 +109,15 @@ def _vector_unit(mtriple: str, mcpu: str, features: str) -> VectorUnit:
     return VectorUnit(bits, registers, "vfmadd" in asm)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: taskset, a container's cpuset),
+    which can be fewer than the machine has: a target's default -num-cores, and the
+    most workers or threads a build starts."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True, eq=False)
 class Target:
     """A code generation target. `features` is LLVM's `+avx512f,...` string."""
@@ -135,7 +144,7 @@ class Target:
                 raise ValueError(f"bad target option {opt!r} in {spec!r}; "
                                  f"options are {', '.join('-' + o + '=...' for o in _OPTIONS)}")
             given[key] = value
-        cores = given.get("num-cores", str(len(os.sched_getaffinity(0))))
+        cores = given.get("num-cores", str(usable_cores()))
         if not cores.isdigit() or int(cores) < 1:
             raise ValueError(f"-num-cores must be a positive integer, got {cores!r} in {spec!r}")
         mcpu = given.get("mcpu") or _host_cpu()

@@ -229,13 +229,13 @@ def register_tiles(target: Target, out_shape, window: tuple | None = None) -> li
     weights = 1 if window is None else window[0] * window[1]
     blocks = [1] if window else [b for b in range(1, out_blocks + 1) if out_blocks % b == 0]
     operands = 1 if window is None else 3
+    rows = range(1, min(oh, MAX_TILE_ROWS) + 1)
     # registers grow with the columns: each rows x blocks pair has a widest tile that
     # fits (asked per convolution of a model, over 56 or 112 columns)
     room = {(r, b): (target.vector_registers - b * vectors * weights - operands)
-            // (r * b * vectors) for r in range(1, min(oh, MAX_TILE_ROWS) + 1) for b in blocks}
+            // (r * b * vectors) for r in rows for b in blocks}
     tiles = [RegisterTile(r, c, b, vectors, weights, operands)
-             for r in range(1, min(oh, MAX_TILE_ROWS) + 1)
-             for c in range(1, ow + 1) for b in blocks if c <= room[r, b]]
+             for r in rows for c in range(1, ow + 1) for b in blocks if c <= room[r, b]]
     return tiles or [RegisterTile(1, 1, blocks[0], vectors, weights, operands)]
 
 

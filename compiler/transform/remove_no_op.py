@@ -9,7 +9,7 @@ nothing rather than None. `is_no_op` recognises it (and any Evaluate of a consta
 """
 from __future__ import annotations
 
-from ..arith.simplify import const_bound, equal
+from ..arith.simplify import const_bound, equal, skey
 from ..ir import expr as E
 from ..ir.expr import Load
 from ..ir.functor import collect_stmts, exists, free_vars, transform
@@ -24,6 +24,16 @@ def no_op() -> Evaluate:
 def is_no_op(s: Stmt) -> bool:
     """Whether `s` is an Evaluate of a constant, the form remove_no_op leaves for nothing."""
     return isinstance(s, Evaluate) and isinstance(s.value, (E.IntImm, E.FloatImm))
+
+
+def is_self_assignment(s: Store, simplified: bool = False) -> bool:
+    """Whether the store writes back what it reads from the same place, `A[i] = A[i]`:
+    the indices compared after simplification, or as they are where the caller knows
+    them `simplified` already (an unrolled copy's: the unroller asks of every store)."""
+    value = s.value
+    if not (isinstance(value, Load) and value.buffer is s.buffer):
+        return False
+    return skey(s.index) == skey(value.index) if simplified else equal(s.index, value.index)
 
 
 def remove_no_op(stmt: Stmt) -> Stmt:
@@ -59,8 +69,7 @@ def _remove(s) -> Stmt | None:
             if len(kept) == len(items) and not any(isinstance(x, SeqStmt) for x in items):
                 return None
             return seq(*kept) if kept else no_op()
-        case Store(buffer=buf, index=idx, value=Load(buffer=src, index=src_idx)) \
-                if src is buf and equal(idx, src_idx):
+        case Store() if is_self_assignment(s):
             return no_op()
         case Allocate(buffer=buf, body=body) if not exists(
                 body, lambda n: isinstance(n, Load) and n.buffer is buf):

@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 
 from ..arith.bind import bind_simplified
-from ..arith.simplify import simplify, skey
+from ..arith.simplify import simplify
 from ..ir import expr as E
 from ..ir.expr import Load
 from ..ir.functor import children, free_vars, map_children, substitute, transform
 from ..ir.stmt import SERIAL, UNROLLED, Allocate, Buffer, Evaluate, For, Stmt, Store, seq
 from .hoist_invariants import hoist_invariants
-from .remove_no_op import is_no_op, no_op
+from .remove_no_op import is_no_op, is_self_assignment, no_op
 
 
 def unroll_loop(stmt: Stmt, auto_max_step: int = 0, explicit_unroll: bool = True) -> Stmt:
@@ -126,8 +126,8 @@ class _Expand:
                 new = dataclasses.replace(s.buffer, shape=shape)
                 return Allocate(new, _rebuffer(self.stmt(s.body, env), s.buffer, new))
         out = self.node(s, env)
-        if isinstance(out, Store) and out is not s and _self_assignment(out):
-            return no_op()
+        if isinstance(out, Store) and out is not s and is_self_assignment(out, simplified=True):
+            return no_op()  # a Winograd transform's zero term, A[i] = A[i] + -0.0
         return out
 
     def node(self, n, env: dict):
@@ -135,16 +135,6 @@ class _Expand:
         expressions inside other nodes: ranges)."""
         return map_children(n, lambda c: self.stmt(c, env) if isinstance(c, Stmt) else
                             self.expr(c, env) if isinstance(c, E.Expr) else self.node(c, env))
-
-
-def _self_assignment(s: Store) -> bool:
-    """Whether a copy's store writes back what it reads from the same place, `A[i] =
-    A[i]`: a term of a Winograd transform whose matrix entry is 0 becomes one once its
-    `+ -0.0` is dropped (four in ten of F(4x4)'s unrolled statements). RemoveNoOp would
-    drop it too, after Simplify had walked it; dropped here, no later pass sees it."""
-    value = s.value
-    return isinstance(value, Load) and value.buffer is s.buffer and \
-        skey(value.index) == skey(s.index)
 
 
 def bind(stmt: Stmt, var: E.Var, value: E.Expr) -> Stmt:

@@ -12,10 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 FLOORS = (
-    ("ir", "errors", "target", "disk_cache", "collector", "contiguous"),  # the ground:
-    #   nodes, our exception types, Target, the on-disk compile cache, the garbage
-    #   collector held back while a build runs, arrays made contiguous on several cores
-    ("arith",),
+    ("ir", "errors", "target", "disk_cache", "collector"),  # the ground: nodes, our
+    #   exception types, Target, the on-disk compile cache, the garbage collector held
+    #   back while a build runs
+    ("arith", "contiguous"),      # simplification; arrays made contiguous on the cores
+    #   Target says this process may use
     ("lang",),                    # the tensor-expression language: tensors, reducers
     ("schedule",),
     ("te",),                      # the public namespace of lang and schedule (tvm.te's)

@@ -20,12 +20,12 @@ here.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from ...target import usable_cores
 from ...transform.pass_infra import PassContext
 
 MIN_KERNELS = 4
@@ -37,7 +37,7 @@ _WORK = None  # the function a forked worker applies to an item (set before fork
 def workers_for(kernels: int, cores: int) -> int:
     """How many worker processes make `kernels` kernels on a target of `cores` cores:
     0 to make them here (see the module docstring)."""
-    cores = min(cores, _usable_cores())
+    cores = min(cores, usable_cores())
     if kernels < MIN_KERNELS or cores < 2:
         return 0
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -48,14 +48,6 @@ def workers_for(kernels: int, cores: int) -> int:
     if ray is not None and getattr(ray, "is_initialized", lambda: False)():
         return 0
     return min(cores, kernels)
-
-
-def _usable_cores() -> int:
-    """The cores this process may run on (its affinity: taskset, a container's cpuset),
-    which can be fewer than the machine has."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def fork_map(work, items: list, workers: int) -> list:
