@@ -4,8 +4,8 @@ arithmetic (floor division and modulo rounding toward minus infinity), broadcast
 math functions (float32's exp, log, tanh, sigmoid and erf are fast_math.py's). They need
 an IRBuilder and no state of the walk over the IR, which is CodeGenLLVM's (llvm.py).
 
-Float multiply and add carry the `contract` flag, which lets LLVM fuse them into FMA
-instructions, as C compilers do by default.
+Float32 and float64 multiply and add carry the `contract` flag, which lets LLVM fuse them
+into FMA instructions, as C compilers do by default (16-bit floats' do not: binary()).
 
 float16 and bfloat16 are 2 bytes in memory and float32 in registers: a load extends, a
 store truncates, and every operation computes in float32 and rounds its result to the
@@ -195,18 +195,25 @@ def compare(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str) -> ir.Va
 
 
 def binary(b: ir.IRBuilder, cls, x: ir.Value, y: ir.Value, dtype: str,
-           where: str) -> ir.Value:
+           where: str, contract: bool = True) -> ir.Value:
     """The arithmetic node class `cls` (E.Add, E.FloorDiv, ...) on `dtype`; a BuildError
     naming the function `where` for a pair no instruction computes. Unsigned integers
-    wrap, compare unsigned and divide with udiv / urem (floor and truncation agree)."""
+    wrap, compare unsigned and divide with udiv / urem (floor and truncation agree).
+
+    A 16-bit float's operation carries no `contract` flag: each is rounded once to its
+    dtype, and on a CPU with AVX512-FP16 (Sapphire Rapids) LLVM shrinks a float32
+    operation rounded to float16 into a float16 one, which `contract` would then fuse
+    with the next into an FMA rounded once for both (seen: A*B + A off numpy's by one
+    float16 ulp in 2 of 7 elements)."""
     if E.element(dtype) in ("float16", "bfloat16"):
         wide = E.with_lanes("float32", E.lanes(dtype))
-        return narrow(b, binary(b, cls, x, y, wide, where), dtype)
+        return narrow(b, binary(b, cls, x, y, wide, where, contract=False), dtype)
     if E.is_float(dtype):
+        flags = _FAST if contract else ()
         match cls:
-            case E.Add: return b.fadd(x, y, flags=_FAST)
-            case E.Sub: return b.fsub(x, y, flags=_FAST)
-            case E.Mul: return b.fmul(x, y, flags=_FAST)
+            case E.Add: return b.fadd(x, y, flags=flags)
+            case E.Sub: return b.fsub(x, y, flags=flags)
+            case E.Mul: return b.fmul(x, y, flags=flags)
             case E.Div: return b.fdiv(x, y)
             case E.TruncMod: return b.frem(x, y)  # C's fmod
             case E.Min: return b.select(b.fcmp_ordered("<", x, y), x, y)
