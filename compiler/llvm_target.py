@@ -18,11 +18,12 @@ from .target import Target
 
 @functools.cache
 def _initialize() -> None:
-    """LLVM's native target and assembly printer, registered once per process (before
-    any thread of codegen/compile.py's asks for a target machine: registering is not
-    thread-safe)."""
+    """LLVM's native target, assembly printer and assembly parser (runtime.ll has a line
+    of inline assembly), registered once per process (before any thread of
+    codegen/compile.py's asks for a target machine: registering is not thread-safe)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
 
 
 def target_machine(target: Target, pic: bool = False) -> llvm.TargetMachine:

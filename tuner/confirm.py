@@ -52,7 +52,7 @@ PLANS = ((7, 10), (5, 5), (3, 2))
 DEFAULT_ROUNDS, DEFAULT_REPEAT_MS = 7, 50
 MAX_REPEAT_MS = 100
 OVERHEAD_MS = 2.0       # per timing: the warm-up call's share, the loop around it
-COLD_LEAST_MS = 15      # a cold timing's least length: COLD_CALLS flushes of ~2 ms and calls
+COLD_LEAST_MS = 15      # a cold timing's least length, as planned: COLD_CALLS flushes and calls
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,10 @@ import statistics
 import tempfile
 import time
 
-import numpy as np
-
 import compiler
-from compiler import te
 from compiler.runtime import ProfileResult
+from compiler.runtime.native import flush_lines
+from compiler.target import usable_cores
 from records import MeasureErrorNo
 
 from .builder import error_message
@@ -46,8 +45,7 @@ class Runner:
 
     def __init__(self):
         self._data: dict = {}    # task key -> (inputs, output tensors, expected or None)
-        self._flush_buffer = None
-        self._flush_kernel = None
+        self._flush_tasks = usable_cores()
         self._lock = None
         node = ""
         import ray
@@ -79,17 +77,21 @@ class Runner:
             self._data[key] = (inputs, outs, expected_outputs(task, inputs) if check else None)
         return self._data[key]
 
-    def _flush(self) -> None:
-        """Evict the caches by writing a buffer twice the size of the last-level cache,
-        in a parallel kernel of our own (`_flush_writer`). Why not numpy: the kernel
-        pool's workers sleep after 100 us idle, and a timed call that has to wake them
-        ran the whole kernel on the calling thread half the time (cold timings of one
-        config were bimodal, 500 or 1100 us); written by the pool, the flush leaves them
+    def _flush(self, arrays: list) -> None:
+        """Evict `arrays` (a kernel's arguments) from every level of the caches: clflush
+        of each of their lines, in parallel on the kernel pool (compiler.runtime.native
+        .flush_lines), so that a call after it reads them from memory, as a layer of a
+        model finds its weights. Why not write a buffer the size of the last-level cache
+        over them (as before): that costs the size of the cache, not of the kernel (520
+        MB written per call on a 260 MB L3, 70 s of the tuner tests' 170 s there), and
+        the timed call then paid the write-back of the buffer's dirty lines. Why on the
+        pool: its workers sleep after 100 us idle, and a timed call that has to wake
+        them ran the whole kernel on the calling thread half the time (cold timings of
+        one config were bimodal, 500 or 1100 us); flushed by the pool, they are left
         spinning, as they are between the layers of a model."""
-        if self._flush_buffer is None:
-            self._flush_buffer = np.empty(2 * _llc_bytes() // 4, np.float32)
-            self._flush_kernel = _flush_writer(self._flush_buffer.size)
-        self._flush_kernel(self._flush_buffer)
+        for a in arrays:
+            if a.nbytes:
+                flush_lines(a.ctypes.data, a.nbytes, self._flush_tasks)
 
     def _time(self, f, arrays: list, options: dict) -> list[float]:
         """Seconds per call, one per repeat, as time_evaluator measures them. The first
@@ -122,7 +124,7 @@ class Runner:
         def timer(*arrays) -> ProfileResult:
             costs = []
             for _ in range(calls):
-                self._flush()
+                self._flush(arrays)
                 costs += one(*arrays).results
             return ProfileResult((statistics.median(costs),))
         return timer
@@ -201,7 +203,7 @@ class Runner:
                     start = time.perf_counter()
                     f(*arrays)  # how many calls make repeat_ms, at the warm speed
                     first = time.perf_counter() - start
-                    timer, error = self._round_timer(f, first, repeat_ms, cold), ""
+                    timer, error = self._round_timer(f, arrays, first, repeat_ms, cold), ""
                 except Exception as err:  # noqa: BLE001
                     error = error_message(err)
             timers.append(timer)
@@ -218,41 +220,13 @@ class Runner:
                     timers[i], costs[i], errors[i] = None, [], error_message(err)
         return {"costs": costs, "errors": errors, "host": self.host}
 
-    def _round_timer(self, f, first: float, repeat_ms: int, cold: bool):
-        """A function timing `f` for one round (see time_rounds); `first` is the seconds
-        of one warm call. It returns a ProfileResult of seconds per call."""
+    def _round_timer(self, f, arrays: list, first: float, repeat_ms: int, cold: bool):
+        """A function timing `f` on `arrays` for one round (see time_rounds); `first` is
+        the seconds of one warm call. It returns a ProfileResult of seconds per call."""
         if not cold:
             number = max(1, min(int(repeat_ms / 1e3 / max(first, 1e-9)), 1 << 30))
             return f.time_evaluator(number=number, repeat=1, warmup=False)
-        if self._flush_buffer is None:
-            self._flush()  # its first fill pays the page faults
         start = time.perf_counter()
-        self._flush()
+        self._flush(arrays)
         flush = time.perf_counter() - start
         return self._cold(f, max(COLD_CALLS, int(repeat_ms / 1e3 / (flush + first))))
-
-
-def _flush_writer(n: int):
-    """A kernel writing 1.0 to all `n` floats of its argument, in parallel, vectorized."""
-    out = te.compute((n,), lambda i: te.const(1.0, "float32"), name="flush")
-    s = te.create_schedule(out.op)
-    outer, inner = s[out].split(out.op.axis[0], factor=1024)
-    s[out].parallel(outer)
-    _, lanes = s[out].split(inner, factor=16)
-    s[out].vectorize(lanes)
-    return compiler.build(s, [out], target="llvm")
-
-
-def _llc_bytes() -> int:
-    """The size of this CPU's last-level cache (64 MiB when the OS does not say)."""
-    sizes = []
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    for entry in os.listdir(base) if os.path.isdir(base) else []:
-        try:
-            with open(os.path.join(base, entry, "size")) as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        sizes.append(int(text.rstrip("KMG")) * scale)
-    return max(sizes, default=64 << 20)

@@ -28,6 +28,9 @@ _TIME_PROTO = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
     ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_double), ctypes.c_int32)
 
+_FLUSH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32,
+                                ctypes.c_int32)
+
 _load_lock = threading.Lock()
 _symbols: dict[str, int] | None = None
 # The engine owns the machine code the registered addresses point into; it must live
@@ -122,3 +125,16 @@ def time_native(fn_address: int, args_address: int, number: int, repeat: int,
         raise RuntimeError(f"kernel at {fn_address:#x} returned error code {code} "
                            "while being timed")
     return list(results)
+
+
+def flush_lines(address: int, nbytes: int, tasks: int) -> None:
+    """Evict the cache lines of the `nbytes` bytes at `address` from every level of the
+    caches, in `tasks` parallel tasks on the worker pool (runtime.ll's
+    autosched_flush_lines: clflushopt where the host has it, else clflush; then a
+    fence). The GIL is released."""
+    _flush_fn()(address, nbytes, tasks, int("+clflushopt" in host_target().features))
+
+
+@functools.cache
+def _flush_fn():
+    return _FLUSH_PROTO(ensure_loaded()["autosched_flush_lines"])

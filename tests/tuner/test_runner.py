@@ -71,11 +71,11 @@ def test_runner_flushes_caches_before_each_call(monkeypatch):
     task = Task("test_misbehave", (1000,))
     runner, flushes = Runner(), []
     flush = runner._flush
-    monkeypatch.setattr(runner, "_flush", lambda: (flushes.append(1), flush()))
+    monkeypatch.setattr(runner, "_flush", lambda a: (flushes.append(len(a)), flush(a)))
     out = runner.time_candidate(task.spec(), built(task, "ok")["object"],
                                 dict(OPTIONS, flush_cache=True))
     assert out["error_no"] == E.NO_ERROR and len(out["costs"]) == 3
-    assert len(flushes) == 3 * runner_module.COLD_CALLS
+    assert flushes == [2] * (3 * runner_module.COLD_CALLS)  # the input and the output
 
 
 def test_cold_rounds_flush_the_caches_before_every_call(monkeypatch):
@@ -83,15 +83,15 @@ def test_cold_rounds_flush_the_caches_before_every_call(monkeypatch):
     obj = built(task, "ok")["object"]
     runner, flushes = Runner(), []
     flush = runner._flush
-    monkeypatch.setattr(runner, "_flush", lambda: (flushes.append(1), flush()))
+    monkeypatch.setattr(runner, "_flush", lambda a: (flushes.append(len(a)), flush(a)))
     warm = runner.time_rounds(task.spec(), [obj, None, obj], 1, 3)
     assert [len(c) for c in warm["costs"]] == [3, 0, 3] and not flushes
     cold = runner.time_rounds(task.spec(), [obj, None, obj], 1, 3, cold=True)
     assert [len(c) for c in cold["costs"]] == [3, 0, 3]
     assert cold["errors"][1] == "it did not build"
-    # one to fill the buffer's pages; per candidate one to time a flush, then one before
-    # each of its calls
-    assert len(flushes) == 1 + 2 * (1 + 3 * runner_module.COLD_CALLS)
+    # per candidate one to time a flush, then one before each of its calls, each of the
+    # kernel's input and output
+    assert flushes == [2] * (2 * (1 + 3 * runner_module.COLD_CALLS))
 
 
 def test_a_candidate_slower_than_the_cutoff_is_not_timed_further(monkeypatch):

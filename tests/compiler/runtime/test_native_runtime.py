@@ -255,3 +255,22 @@ def test_exported_shared_library_runs_in_a_fresh_process(tmp_path):
     report = json.loads(done.stdout)
     assert report["runs"] == [[0, [1, 1], 2], [0, [1] * 5, 5]]
     assert report["workers"] == 4
+
+
+@pytest.mark.parametrize("opt", [0, 1])
+def test_flushing_lines_leaves_every_byte_as_it_was(opt):
+    # autosched_flush_lines (the tuner's cold timings) evicts lines, never changes them:
+    # unaligned starts and ends, fewer bytes than a line, more lines than tasks and fewer,
+    # nothing at all; with clflush (0) and clflushopt (1, where the host has it)
+    import numpy as np
+
+    from compiler.runtime import native
+    if opt and "+clflushopt" not in host_target().features:
+        pytest.skip("the host has no clflushopt")
+    flush = native._flush_fn()
+    data = np.random.default_rng(0).integers(0, 256, 1 << 16, dtype=np.uint8)
+    want = data.copy()
+    for start, nbytes, tasks in [(0, 1 << 16, 2), (3, 1000, 2), (37, 13, 7), (63, 2, 1),
+                                 (1, 0, 2), (5, 65000, 3), (0, 64, 5)]:
+        assert flush(data.ctypes.data + start, nbytes, tasks, opt) == 0
+        np.testing.assert_array_equal(data, want)
