@@ -78,13 +78,14 @@ class Runner:
         return self._data[key]
 
     def _flush(self, arrays: list) -> None:
-        """Evict `arrays` (a kernel's arguments) from every level of the caches: clflush
-        of each of their lines, in parallel on the kernel pool (compiler.runtime.native
-        .flush_lines), so that a call after it reads them from memory, as a layer of a
-        model finds its weights. Why not write a buffer the size of the last-level cache
-        over them (as before): that costs the size of the cache, not of the kernel (520
-        MB written per call on a 260 MB L3, 70 s of the tuner tests' 170 s there), and
-        the timed call then paid the write-back of the buffer's dirty lines. Why on the
+        """Evict `arrays` (a kernel's arguments) from every level of the caches: each of
+        their lines by clflushopt (clflush on a CPU without it), in parallel on the kernel
+        pool (compiler.runtime.native.flush_lines), so that a call after it reads them
+        from memory, as a layer of a model finds its weights. Why not write a buffer the
+        size of the last-level cache over them (as before): that costs the size of the
+        cache, not of the kernel (520 MB written per call on a 260 MB L3, 70 s of the
+        tuner tests' 170 s there), and the timed call then paid the write-back of the
+        buffer's dirty lines and its TLB misses. Why on the
         pool: its workers sleep after 100 us idle, and a timed call that has to wake
         them ran the whole kernel on the calling thread half the time (cold timings of
         one config were bimodal, 500 or 1100 us); flushed by the pool, they are left
