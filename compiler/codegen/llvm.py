@@ -31,7 +31,8 @@ from ..ir.stmt import (PARALLEL, Allocate, Evaluate, For, IfThenElse, LetStmt, P
                        SeqStmt, Store)
 from ..runtime.cpu_features import required_features
 from .llvm_ops import (I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
-                       from_memory, llvm_type, math_call, splat, to_memory)
+                       from_memory, lane_numbers, llvm_type, math_call, splat,
+                       to_memory)
 from .non_negative import NonNegative, positive_constant
 from .packed import add_module_meta, add_packed
 
@@ -393,7 +394,7 @@ class CodeGenLLVM:
                 return self.env[e]
             case Ramp(base=base, stride=stride, lanes=n):
                 ty = llvm_type(e.dtype)
-                steps = ir.Constant(ty, [ir.Constant(ty.element, k) for k in range(n)])
+                steps = lane_numbers(ty)
                 if not (isinstance(stride, E.IntImm) and stride.value == 1):
                     steps = b.mul(steps, splat(b, self.expr(stride), n))
                 return b.add(splat(b, self.expr(base), n), steps)
