@@ -44,11 +44,14 @@ def StorageFlatten():
     return storage_flatten_pass
 
 
-def Simplify():
-    """Arithmetic simplification and removal of loops of extent 1."""
+def Simplify(plain: bool = False):
+    """Arithmetic simplification and removal of loops of extent 1. `plain`: after
+    UnrollLoop, whose copies are simplified but for what the loops' bounds decide
+    (transform/simplify.py, simplify_stmt)."""
     @prim_func_pass(opt_level=0, name="Simplify")
     def simplify_pass(func, mod, ctx):
-        return _with_body(func, simplify_func_body(func.body, func.attrs.get("size_bounds")))
+        return _with_body(func, simplify_func_body(func.body, func.attrs.get("size_bounds"),
+                                                   plain))
     return simplify_pass
 
 
@@ -111,7 +114,7 @@ def lower_pipeline() -> Sequential:
 
 def build_pipeline() -> Sequential:
     """The passes build() runs between lower() and code generation."""
-    return Sequential([LoopPartition(), Simplify(), VectorizeLoop(), UnrollLoop(), Simplify(),
+    return Sequential([LoopPartition(), Simplify(), VectorizeLoop(), UnrollLoop(), Simplify(True),
                        RemoveNoOp(), InlineInvariants()], name="build")
 
 

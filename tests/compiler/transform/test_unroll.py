@@ -204,3 +204,21 @@ def test_a_copy_that_writes_back_what_it_reads_is_dropped():
     assert str(unroll_loop(body)) == "A[1] = (A[1] + 5)"
     assert str(unroll_loop(loop(i, 2, Store(A_BUF, i, Load(A_BUF, i) + 0), UNROLLED))) \
         == "0"
+
+
+def test_the_simplify_after_an_unroll_still_decides_what_the_bounds_decide():
+    # what UnrollLoop's copies are: simplified, but for what the loops' bounds decide
+    from compiler.transform.simplify import simplify_func_body, simplify_stmt
+    k = E.Var("k")
+    guarded = E.Select(E.LT(i, E.const(64)), Load(A_BUF, i), E.const(0))
+    plain = E.Add(Load(A_BUF, i), E.const(3))
+    body = SeqStmt((Store(A_BUF, i, guarded), Store(A_BUF, E.Add(i, E.const(1)), plain)))
+    stmt = loop(i, 63, body)
+    full, after = simplify_func_body(stmt), simplify_func_body(stmt, plain=True)
+    assert str(after) == str(full) and "<" not in str(after)
+    # k bounded to one value: k * 2 is a constant, which only the bounds tell
+    doubled = Store(A_BUF, i, E.Mul(k, E.const(2)))
+    assert str(simplify_stmt(doubled, {k: (5, 5)}, plain=True).value) == "10"
+    # the store the bounds cannot change is the same object
+    unit = loop(i, 63, Store(A_BUF, i, plain))
+    assert simplify_func_body(unit, plain=True).body.value is plain
