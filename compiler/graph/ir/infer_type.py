@@ -8,15 +8,14 @@ FuncType it carries); a Tuple's is the tuple of its
 fields' types. The result is a new Function whose nodes all carry `ty`, and whose
 ret_type is its body's type. A relation that fails is a GraphTypeError naming the op.
 
-A node that an earlier inference returned, none of whose operands changed since, is
-returned as it is, unvisited by its op's relation: a build infers a model's types
-after each of its fourteen passes, most of which change a few nodes of hundreds (a
-DenseNet-121 build from the compile cache spent 0.12-0.15 s of its 0.52-0.67 s here,
-now 0.09-0.11 s: what is left is the walk).
-Nodes are immutable and a pass builds anew what it changes, so such a node still has
-the type its operands' types and its attributes give (the relations read nothing
-else). The mark is an attribute outside the node's fields, which a rebuilt node
-starts without.
+A node that an earlier inference returned is returned as it is, and the walk does not
+go below it: a build infers a model's types after each of its fourteen passes, most of
+which change a few nodes of hundreds (a DenseNet-121 build from the compile cache spent
+0.12-0.15 s of its 0.52-0.67 s here). Nodes are immutable and a pass builds anew what
+it changes, and the nodes above: so everything below a node an inference returned was
+inferred with it and has not changed, and still has the types its operands' types and
+its attributes give (the relations read nothing else). The mark is an attribute
+outside the node's fields, which a rebuilt node starts without.
 """
 from __future__ import annotations
 
@@ -36,10 +35,9 @@ def infer_type(func: Function) -> Function:
 _INFERRED = "_type_inferred"  # the mark of a node infer_type returned
 
 
-def _inferred(expr: Expr, *operands: tuple) -> bool:
-    """Whether `expr` came from an inference and each pair of `operands` (as it is, as
-    visited now) is one node."""
-    return getattr(expr, _INFERRED, False) and all(a is b for a, b in operands)
+def _inferred(expr: Expr) -> bool:
+    """Whether `expr` came from an inference (so did every node below it)."""
+    return getattr(expr, _INFERRED, False)
 
 
 def _marked(expr: Expr) -> Expr:
@@ -49,30 +47,28 @@ def _marked(expr: Expr) -> Expr:
 
 class _Infer(ExprMutator):
     """ExprMutator's memoized visit, with every node rebuilt to carry its type, but
-    those an inference returned before whose operands are the same (module docstring)."""
+    those an inference returned before (module docstring)."""
 
     def function(self, func: Function) -> Function:
-        body = self.visit(func.body)
-        if _inferred(func, (body, func.body)):
+        if _inferred(func):
             return func
+        body = self.visit(func.body)
         return _marked(dataclasses.replace(func, body=body, ret_type=body.ty))
 
+    def stops(self, expr: Expr) -> bool:
+        return _inferred(expr)  # the work list does not walk below it either
+
     def _visit(self, expr: Expr) -> Expr:
-        if isinstance(expr, (Var, Constant)):
+        if isinstance(expr, (Var, Constant)) or _inferred(expr):
             return expr
-        out = self._typed(expr)
-        return out if out is expr else _marked(out)
+        return _marked(self._typed(expr))
 
     def _typed(self, expr: Expr) -> Expr:
         if isinstance(expr, Tuple):
             fields = tuple(self.visit(f) for f in expr.fields)
-            if _inferred(expr, *zip(fields, expr.fields)):
-                return expr
             return Tuple(fields, TupleType(tuple(f.ty for f in fields)))
         if isinstance(expr, TupleGetItem):
             value = self.visit(expr.tuple_value)
-            if _inferred(expr, (value, expr.tuple_value)):
-                return expr
             if not isinstance(value.ty, TupleType) or not \
                     0 <= expr.index < len(value.ty.fields):
                 raise GraphTypeError(f"TupleGetItem: no field {expr.index} in {value.ty}")
@@ -80,8 +76,6 @@ class _Infer(ExprMutator):
         if isinstance(expr, Call):
             args = tuple(self.visit(a) for a in expr.args)
             fn = _Infer().function(expr.op) if isinstance(expr.op, Function) else expr.op
-            if _inferred(expr, (fn, expr.op), *zip(args, expr.args)):
-                return expr
             types = [a.ty for a in args]
             if isinstance(expr.op, Op):
                 ty = expr.op.type_rel(types, expr.attrs)
