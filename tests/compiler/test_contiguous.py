@@ -31,3 +31,15 @@ def test_a_contiguous_array_and_a_scalar_come_back_as_they_are():
     fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
     np.testing.assert_array_equal(contiguous(fortran), fortran)
     assert contiguous(fortran).flags.c_contiguous
+
+
+def test_a_large_copy_leaves_numpys_huge_page_hint_as_it_was():
+    from numpy._core import multiarray
+    view = np.zeros((1000, 2000), "float32").T  # 8 MB: numpy would hint it
+    for setting in (True, False):
+        was = multiarray._set_madvise_hugepage(setting)
+        try:
+            np.testing.assert_array_equal(contiguous(view), view)
+            assert multiarray._set_madvise_hugepage(setting) is setting
+        finally:
+            multiarray._set_madvise_hugepage(was)
