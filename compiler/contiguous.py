@@ -58,8 +58,8 @@ def contiguous(array) -> np.ndarray:
 
 def _empty_unhinted(shape: tuple, dtype) -> np.ndarray:
     """np.empty(shape, dtype) allocated without the huge-page hint (module docstring)."""
-    hint = getattr(getattr(np, "_core", None), "multiarray", None)
-    hint = getattr(hint, "_set_madvise_hugepage", None)
+    core = getattr(np, "_core", None) or np.core  # numpy 2, numpy 1
+    hint = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
     if hint is None or "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         return np.empty(shape, dtype)
     was = hint(False)

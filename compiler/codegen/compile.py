@@ -164,7 +164,8 @@ def _entry_inputs(headers: dict, steps: list[dict], meta: dict, target: Target) 
     code (with the compiler's source, in the build's context key): a model built again
     finds it without writing the IR (0.04-0.06 s of llvmlite on DenseNet-121's 136
     steps)."""
-    return json.dumps([ENTRY, target.mtriple, list(headers), steps, meta], sort_keys=True)
+    return json.dumps([ENTRY, target.mtriple, list(headers), steps, meta], sort_keys=True,
+                      default=repr)
 
 
 def compile_kernel(func: PrimFunc, target: Target) -> tuple[dict, bytes]:

@@ -15,8 +15,10 @@ def simplify_stmt(s, bounds: Bounds | None = None, memo: dict | None = None,
     """Simplify every expression of a statement; inside a loop the loop variable's range
     is known, so `floordiv(i, 16)` with i in [0, 16) becomes 0. `memo`: see simplify();
     one is made for the walk when none is given. `plain`: the statements' expressions
-    are simplified already but for what the bounds decide (UnrollLoop's copies: see
-    _bounds_matter), and those the bounds cannot change are left as they are."""
+    are simplified already but for what the bounds decide (after UnrollLoop: its
+    copies are bound and simplified knowing no bounds, the vectorizer simplifies the
+    ramps it makes, and the rest went through Simplify before), and those the bounds
+    cannot change (_bounds_matter) are left as they are."""
     bounds = bounds if bounds is not None else {}
     memo = memo if memo is not None else {}
     if isinstance(s, E.Expr):
