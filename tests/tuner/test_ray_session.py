@@ -134,7 +134,7 @@ def open_cluster(tmp_path):
 def _tune(address: str, env: dict, db: Path, trials: int = 4) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(BIN / "autosched"), "tune", "matmul", "32", "32", "32", "--trials", str(trials),
-         "--db", str(db), "--ray-address", address],
+         "--min-repeat-ms", "5", "--db", str(db), "--ray-address", address],
         env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -154,11 +154,12 @@ def logged_kinds(path) -> dict:
 @pytest.mark.slow
 def test_tune_logs_the_same_kinds_of_records_as_the_command_line(local_ray, tmp_path):
     task = Task("matmul", (16, 16, 16))
-    with Measurer(n_parallel=2) as measurer:
+    with Measurer(n_parallel=2, min_repeat_ms=5) as measurer:
         tune(task, 4, tuner="random", db=tmp_path / "api.db", measurer=measurer, seed=0,
              batch_size=4)
     cli = invoke("tune", "matmul", 16, 16, 16, "--trials", 4, "--batch-size", 4, "--tuner",
-                 "random", "--seed", 0, "--db", tmp_path / "cli.db", cwd=tmp_path)
+                 "random", "--seed", 0, "--min-repeat-ms", 5, "--db", tmp_path / "cli.db",
+                 cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     api, command_line = logged_kinds(tmp_path / "api.db"), logged_kinds(tmp_path / "cli.db")
     assert api == command_line

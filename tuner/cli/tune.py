@@ -172,9 +172,19 @@ def _duration_option(_ctx, _param, text: str | None) -> float | None:
               help="Build every candidate anew, neither reading nor writing the compile "
                    "cache, which otherwise makes a candidate built before on this machine "
                    "a look-up.")
+@click.option("--number", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Calls of a candidate per measurement, at least (TVM's time_evaluator "
+                   "number; --min-repeat-ms raises it).")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Measurements of a candidate; its cost is their mean.")
+@click.option("--min-repeat-ms", type=click.IntRange(min=0), default=100, show_default=True,
+              help="The shortest measurement: --number grows until one lasts this long "
+                   "(not with --flush-cache, where a measurement is the median of calls "
+                   "each after a flush).")
 def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_stopping,
          parallel, ray_address, seed, batch_size, shapes, opt_level, alternatives, blocks,
-         external, flush_cache, no_transfer, allocation, fresh):
+         external, flush_cache, no_transfer, allocation, fresh, number, repeat,
+         min_repeat_ms):
     """Tune TEMPLATE for ARGS, every task of --tasks, or every task of an ONNX model
     (MODEL.onnx: its distinct conv2d / dense / matmul workloads, each weighted by the
     kernels it schedules; the batches go where they lower the model's estimated latency
@@ -214,7 +224,8 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
         trials = DEFAULT_TRIALS_PER_TASK * len(tasks)
     flush_cache = model is not None if flush_cache is None else flush_cache
     measurer = start_measurer(ray_address, parallel, tasks, flush_cache,
-                              compile_cache=not fresh)
+                              compile_cache=not fresh, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms)
     try:
         with open_log(db_path, create=True) as db:
             options = TuningOptions(trials=trials, time_budget=time_budget, tuner=tuner,
@@ -244,12 +255,13 @@ def tune(spec, tasks_path, trials, tuner, db_path, target, time_budget, early_st
 
 
 def start_measurer(address: str | None, parallel: int | None, tasks,
-                   flush_cache: bool = False, compile_cache: bool = True):
-    """A started Measurer (Measurer's flush_cache and compile_cache); BadInput when the
-    cluster cannot be reached or has no node that can time the tasks' targets."""
+                   flush_cache: bool = False, compile_cache: bool = True, **timing):
+    """A started Measurer (Measurer's flush_cache, compile_cache and `timing`: number,
+    repeat, min_repeat_ms); BadInput when the cluster cannot be reached or has no node
+    that can time the tasks' targets."""
     import ray
     measurer = Measurer(address=address, n_parallel=parallel, flush_cache=flush_cache,
-                        compile_cache=compile_cache)
+                        compile_cache=compile_cache, **timing)
     try:
         measurer.start()
     except RayConnectionError as err:

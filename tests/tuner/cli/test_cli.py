@@ -25,6 +25,8 @@ TASKS = [{"template": "matmul", "args": [16, 16, 16]},
          {"template": "dense_bias_relu", "args": [16, 16, 16]}]
 # what `tuned` logs: 16 trials, the fallback of each task, a control in each batch
 RECORDS = 16 + len(TASKS) + 2 * 16 // BATCH
+# measurements of 5 ms, not 100: what these tests check is what is logged and printed
+QUICK = ("--min-repeat-ms", 5)
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +54,7 @@ def tuned(tmp_path_factory, local_ray):
     where = tmp_path_factory.mktemp("cli")
     (where / "tasks.json").write_text(json.dumps(TASKS))
     result = invoke("tune", "--tasks", "tasks.json", "--trials", 16, "--batch-size", BATCH,
-                    "--tuner", "random", "--seed", 0, "--db", "tune.db", cwd=where)
+                    "--tuner", "random", "--seed", 0, "--db", "tune.db", *QUICK, cwd=where)
     assert result.returncode == 0, result.stderr
     return where, result
 
@@ -78,12 +80,23 @@ def test_tune_with_a_tasks_file_logs_every_batch_and_prints_a_line_for_each(tune
     assert query("log", "stats", "--db", "tune.db", cwd=where)["runs"] == len(TASKS)
 
 
+def test_tune_measures_each_candidate_repeat_times(local_ray, tmp_path):
+    result = invoke("tune", "matmul", 16, 16, 16, "--trials", BATCH, "--batch-size", BATCH,
+                    "--tuner", "random", "--seed", 0, "--repeat", 3, "--number", 2,
+                    "--min-repeat-ms", 0, "--db", "r.db", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        costs = [json.loads(c) for c, in conn.execute(
+            "SELECT costs FROM records WHERE role = 'trial'")]
+    assert len(costs) == BATCH and all(len(c) == 3 for c in costs)
+
+
 def test_tune_resumes_from_the_log_and_never_measures_a_config_twice(tuned, tmp_path):
     shutil.copy(tuned[0] / "tune.db", tmp_path / "resumed.db")
     before = {t["template"]: t["records"]
               for t in query("log", "tasks", "--db", "resumed.db", cwd=tmp_path)}
     result = invoke("tune", "matmul", 16, 16, 16, "--trials", BATCH, "--batch-size", BATCH,
-                    "--tuner", "random", "--seed", 0, cwd=tmp_path,
+                    "--tuner", "random", "--seed", 0, *QUICK, cwd=tmp_path,
                     env={"AUTOSCHED_DB": "resumed.db"})  # the log from the environment
     assert result.returncode == 0, result.stderr
     after = {t["template"]: t["records"]
@@ -297,6 +310,9 @@ BAD_INPUTS = {
     "an unreachable ray address": (["tune", "matmul", 16, 16, 16, "--ray-address",
                                     "127.0.0.1:9", *DB], "cannot reach the Ray cluster"),
     "a bad tasks file": (["tune", "--tasks", "tasks.json", *DB], "task 2: unknown template"),
+    "a negative --min-repeat-ms": (["tune", "matmul", 16, 16, 16, "--min-repeat-ms", -1,
+                                    *DB], "--min-repeat-ms"),
+    "--repeat 0": (["tune", "matmul", 16, 16, 16, "--repeat", 0, *DB], "--repeat"),
     "a query of a missing log": (["log", "tasks", *DB], "no tuning log at fresh.db"),
     "too many arguments to space": (["space", "matmul", 16, 16, 16, "float32", 5],
                                     "too many"),
