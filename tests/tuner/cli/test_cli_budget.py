@@ -81,8 +81,8 @@ def test_a_model_is_tuned_cold_and_an_operator_warm_unless_told(fake, tmp_path, 
     weights no other layer left in the cache; off for an operator."""
     flushes = []
     monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush, compile_cache=True:
-                        flushes.append(flush) or fake)
+                        lambda address, parallel, tasks, flush, compile_cache=True,
+                        **timing: flushes.append(flush) or fake)
     monkeypatch.setattr(tune_cli, "_model_tasks",
                         lambda *args: ([Task("matmul", (16, 16, 16))], [1]))
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
@@ -115,8 +115,22 @@ def test_no_cache_reaches_the_measurer(fake, tmp_path, monkeypatch):
     """`--no-cache`: every candidate built anew (Measurer's compile_cache off)."""
     caches = []
     monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush, compile_cache=True:
-                        caches.append(compile_cache) or fake)
+                        lambda address, parallel, tasks, flush, compile_cache=True,
+                        **timing: caches.append(compile_cache) or fake)
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--no-cache", cwd=tmp_path)
     assert caches == [True, False]
+
+
+def test_the_timing_options_reach_the_measurer(fake, tmp_path, monkeypatch):
+    """`--number`, `--repeat` and `--min-repeat-ms`, and their defaults (MetaSchedule's
+    one measurement of at least 100 ms)."""
+    seen = []
+    monkeypatch.setattr(tune_cli, "start_measurer",
+                        lambda address, parallel, tasks, flush, compile_cache=True,
+                        **timing: seen.append(timing) or fake)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
+    tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--number", 3,
+         "--repeat", 2, "--min-repeat-ms", 0, cwd=tmp_path)
+    assert seen == [{"number": 1, "repeat": 1, "min_repeat_ms": 100},
+                    {"number": 3, "repeat": 2, "min_repeat_ms": 0}]
