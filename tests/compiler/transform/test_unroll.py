@@ -15,6 +15,7 @@ from compiler.ir.functor import collect
 from compiler.ir.stmt import (PARALLEL, SERIAL, UNROLLED, VECTORIZED, Allocate, Buffer, For,
                               PrimFunc, SeqStmt, Store)
 from compiler.transform.loop_partition import loop_partition
+from compiler.transform.simplify import simplify_func_body, simplify_stmt
 from compiler.transform.unroll import unroll_loop
 from lower_check import Log, random_annotate, random_reorder, random_split
 from pass_check import assert_same_results, chain, nan, vec
@@ -208,7 +209,6 @@ def test_a_copy_that_writes_back_what_it_reads_is_dropped():
 
 def test_the_simplify_after_an_unroll_still_decides_what_the_bounds_decide():
     # what UnrollLoop's copies are: simplified, but for what the loops' bounds decide
-    from compiler.transform.simplify import simplify_func_body, simplify_stmt
     k = E.Var("k")
     guarded = E.Select(E.LT(i, E.const(64)), Load(A_BUF, i), E.const(0))
     plain = E.Add(Load(A_BUF, i), E.const(3))

@@ -76,13 +76,21 @@ def test_xgb_starts_from_the_other_workloads_of_the_log_unless_no_transfer(
     assert calls == [(second, {first, Task("matmul", (40, 40, 40))}, 2 * (16 + 1))]
 
 
+def recording(fake, seen: list, what: str):
+    """A stand-in for start_measurer that appends to `seen` what it was given as `what`
+    ("flush", "compile_cache", or "timing": its number, repeat and min_repeat_ms) and
+    returns `fake`."""
+    def start(address, parallel, tasks, flush, compile_cache=True, **timing):
+        seen.append({"flush": flush, "compile_cache": compile_cache, "timing": timing}[what])
+        return fake
+    return start
+
+
 def test_a_model_is_tuned_cold_and_an_operator_warm_unless_told(fake, tmp_path, monkeypatch):
     """`--flush-cache` reaches the Measurer: on by default for a model, whose layers read
     weights no other layer left in the cache; off for an operator."""
     flushes = []
-    monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush, compile_cache=True,
-                        **timing: flushes.append(flush) or fake)
+    monkeypatch.setattr(tune_cli, "start_measurer", recording(fake, flushes, "flush"))
     monkeypatch.setattr(tune_cli, "_model_tasks",
                         lambda *args: ([Task("matmul", (16, 16, 16))], [1]))
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
@@ -114,9 +122,7 @@ def test_allocation_reaches_the_scheduler(fake, tmp_path, monkeypatch):
 def test_no_cache_reaches_the_measurer(fake, tmp_path, monkeypatch):
     """`--no-cache`: every candidate built anew (Measurer's compile_cache off)."""
     caches = []
-    monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush, compile_cache=True,
-                        **timing: caches.append(compile_cache) or fake)
+    monkeypatch.setattr(tune_cli, "start_measurer", recording(fake, caches, "compile_cache"))
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--no-cache", cwd=tmp_path)
     assert caches == [True, False]
@@ -126,9 +132,7 @@ def test_the_timing_options_reach_the_measurer(fake, tmp_path, monkeypatch):
     """`--number`, `--repeat` and `--min-repeat-ms`, and their defaults (MetaSchedule's
     one measurement of at least 100 ms)."""
     seen = []
-    monkeypatch.setattr(tune_cli, "start_measurer",
-                        lambda address, parallel, tasks, flush, compile_cache=True,
-                        **timing: seen.append(timing) or fake)
+    monkeypatch.setattr(tune_cli, "start_measurer", recording(fake, seen, "timing"))
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, cwd=tmp_path)
     tune("matmul", 16, 16, 16, "--tuner", "random", "--trials", 4, "--number", 3,
          "--repeat", 2, "--min-repeat-ms", 0, cwd=tmp_path)

@@ -47,7 +47,6 @@ def test_infer_type_keeps_a_shared_node_shared():
     assert fn.body.args[0] is fn.body.args[1] and fn.body.args[0].ty == TensorType((4,))
 
 
-
 def test_infer_type_again_reuses_what_did_not_change_and_types_what_did():
     x = graph.var("x", shape=(4, 6))
     fn = graph.passes.InferType()(IRModule.from_expr(
@@ -61,6 +60,7 @@ def test_infer_type_again_reuses_what_did_not_change_and_types_what_did():
         graph.Function([x, wider.args[0]], body)))["main"]
     assert again.body.args[0] is left  # unchanged, not rebuilt
     assert again.body.args[1].ty == again.body.ty == TensorType((3, 4, 6))
+
 
 @pytest.mark.parametrize("make, shape", [
     (lambda x: graph.nn.conv2d(x, graph.var("w", shape=(13, 7, 3, 3)), strides=2,
