@@ -29,6 +29,8 @@ def simplify_stmt(s, bounds: Bounds | None = None, memo: dict | None = None,
         lo, ext = simplify(s.min, bounds, memo), simplify(s.extent, bounds, memo)
         inner = {**bounds, s.loop_var: loop_bounds(lo, ext, bounds)}
         body = simplify_stmt(s.body, inner, memo, plain)
+        if lo is s.min and ext is s.extent and body is s.body:
+            return s
         return For(s.loop_var, lo, ext, s.kind, body, s.pragmas)
     if isinstance(s, LetStmt) and E.is_int(s.var.dtype) and E.lanes(s.var.dtype) == 1:
         # the variable takes its value's bounds (an unrolled region's hoisted index:
@@ -73,7 +75,9 @@ def simplify_func_body(stmt, bounds: dict | None = None, plain: bool = False):
     substitution is simplified by neither)."""
     stmt = simplify_stmt(stmt, bounds, plain=plain)
     dropped = transform(stmt, _drop_unit_loop)
-    return simplify_stmt(dropped, bounds, plain=plain and dropped is stmt)
+    if dropped is stmt:  # a second walk would find every expression simplified
+        return stmt
+    return simplify_stmt(dropped, bounds)
 
 
 __all__ = ["simplify_func_body", "simplify_stmt"]

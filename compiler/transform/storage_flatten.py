@@ -25,12 +25,13 @@ def _flat_index(indices, mins, shape) -> E.Expr:
 def storage_flatten(stmt, arg_buffers: dict, bounds: dict | None = None):
     """Flatten `stmt`. `arg_buffers` maps the argument tensors to their Buffers."""
     layout = {t: (buf, (E.const(0),) * len(buf.shape)) for t, buf in arg_buffers.items()}
+    memo: dict = {}  # simplify()'s, for this walk: the accesses share their index terms
 
     def access(t, indices, b):
         if t not in layout:
             raise LowerError(f"tensor {t.name} is read but neither computed nor passed in args")
         buf, mins = layout[t]
-        return buf, simplify(_flat_index(indices, mins, buf.shape), b)
+        return buf, simplify(_flat_index(indices, mins, buf.shape), b, memo)
 
     def expr(e, b):
         def visit(n):
