@@ -13,7 +13,9 @@ models.py's MobileNetV2 ("mobilenet_v2"), exported once with random weights into
 
 --profile: the build runs under cProfile and the top ten functions by own time are
 printed, each marked LLVM (llvmlite's calls into LLVM: parsing, verifying, the O3
-pipeline, machine code) or Python, with the build's total split the same way.
+pipeline, machine code) or Python (llvmlite's IR builder included), with the build's
+total split the same way. It sees this process only: a build that forks kernel workers
+or runs LLVM on threads shows their work as waiting.
 --dump DIR: writes DIR/<model>.plan.json (the executor's plan: steps, kernels, storage)
 and DIR/<model>.asm.json (each function's assembly, labels numbered per function), which
 tell whether a change altered the generated code: compare two dumps with --compare.
@@ -33,6 +35,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = ["resnet18", "resnet50", "googlenet", "densenet121", "bert"]
 TARGET = "llvm -num-cores=2"
+LLVM_CALLS = os.path.join("llvmlite", "binding", "")
+"""The files of llvmlite's calls into LLVM; its IR builder (llvmlite.ir) is Python."""
 
 
 def export_missing(names: list[str], folder: str) -> None:
@@ -111,7 +115,7 @@ def top_ten(prof: cProfile.Profile) -> dict:
     stats = pstats.Stats(prof).stats
     rows, llvm_s, total = [], 0.0, 0.0
     for (file, line, fn), (_, calls, own, _, _) in stats.items():
-        side = "LLVM" if "llvmlite" in file else "Python"
+        side = "LLVM" if LLVM_CALLS in file else "Python"
         llvm_s += own if side == "LLVM" else 0.0
         total += own
         where = f"{os.path.basename(os.path.dirname(file))}/{os.path.basename(file)}:{line}" \
