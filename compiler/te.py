@@ -11,8 +11,8 @@ from .ir.expr import Expr, ProducerLoad, Var, const
 from .ir.range import Range
 from .ir.reduce import CommReducer, Reduce
 from .lang.intrin import (abs, all, any, cast, ceil, cos, erf, exp, floor, floordiv, floormod,
-                          if_then_else, log, max, min, power, select, sigmoid, sin, sqrt, sum,
-                          tanh, truncdiv, truncmod)
+                          if_then_else, log, max, min, power, round, select, sigmoid, sin, sqrt,
+                          sum, tanh, truncdiv, truncmod)
 from .lang.reduce import comm_reducer, max_value, min_value
 from .lang.tensor import (ComputeOp, IterVar, PlaceholderOp, Tensor, compute, placeholder,
                           reduce_axis, var)
@@ -20,7 +20,8 @@ from .schedule.schedule import Schedule, create_schedule
 
 __all__ = [
     "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "cos", "erf", "exp", "floor",
-    "floordiv", "floormod", "if_then_else", "log", "max", "min", "power", "select", "sigmoid",
+    "floordiv", "floormod", "if_then_else", "log", "max", "min", "power", "round", "select",
+    "sigmoid",
     "sin", "sqrt", "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce",
     "comm_reducer", "min_value", "max_value", "ComputeOp", "IterVar", "PlaceholderOp",
     "ProducerLoad", "Range", "Tensor", "compute", "placeholder", "reduce_axis", "var",

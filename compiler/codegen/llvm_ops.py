@@ -36,6 +36,7 @@ _SUFFIX = {"float32": "f32", "float64": "f64"}
 _FAST = ("contract",)
 _ICMP = {E.LT: "<", E.LE: "<=", E.EQ: "==", E.NE: "!="}
 _INTRINSICS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "floor": "floor", "ceil": "ceil",
+               "round": "roundeven",
                "abs": "fabs", "pow": "pow", "tanh": "tanh", "sin": "sin",
                "cos": "cos"}
 

@@ -33,12 +33,18 @@ def _sigmoid(x):
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 
+def _round(x):
+    """Halves to even, as LLVM's roundeven; infinities and NaN as they are."""
+    return float(round(x)) if math.isfinite(x) else x
+
+
 def _exp(x):
     return math.exp(x) if x < 700 else math.inf
 
 
 _FUNCS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
           "sigmoid": "_sigmoid", "erf": "math.erf", "floor": "math.floor", "ceil": "math.ceil",
+          "round": "_round",
           "abs": "abs", "pow": "math.pow", "sin": "math.sin", "cos": "math.cos"}
 
 

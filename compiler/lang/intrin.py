@@ -6,8 +6,8 @@ from ..ir.expr import (And, Call, Cast, Expr, FloorDiv, FloorMod, Max, Min, Or, 
 from .reduce import reduce_max, reduce_min, reduce_sum
 from .tensor import IterVar
 
-FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "sin",
-                    "cos")
+FLOAT_INTRINSICS = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "floor", "ceil", "round",
+                    "sin", "cos")
 
 
 def _float_call(name: str, x) -> Expr:
@@ -55,6 +55,12 @@ def floor(x) -> Expr:
 def ceil(x) -> Expr:
     """Round toward +inf, keeping the float dtype."""
     return _float_call("ceil", x)
+
+
+def round(x) -> Expr:  # noqa: A001 - TVM's name
+    """Round to the nearest integer, halves to the even one (IEEE's roundTiesToEven, as
+    numpy's round and ONNX's Round), keeping the float dtype."""
+    return _float_call("round", x)
 
 
 def sin(x) -> Expr:

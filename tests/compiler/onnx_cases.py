@@ -13,8 +13,10 @@ from compiler import graph
 from compiler.frontend import from_onnx
 from compiler.transform.pass_infra import PassContext
 
-ONNX_TYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64,
-              "int32": TensorProto.INT32, "bool": TensorProto.BOOL}
+ONNX_TYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
+              "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+              "int16": TensorProto.INT16, "uint16": TensorProto.UINT16,
+              "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL}
 
 
 class In:
@@ -28,7 +30,7 @@ class In:
     def sample(self, rng):
         if self.dtype == "bool":
             return rng.random(self.shape) < 0.5
-        if self.dtype.startswith("int"):
+        if self.dtype.startswith(("int", "uint")):
             return rng.integers(self.low, self.high, self.shape).astype(self.dtype)
         x = rng.standard_normal(self.shape)
         return (np.abs(x) + 0.1 if self.positive else x).astype(self.dtype)

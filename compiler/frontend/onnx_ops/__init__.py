@@ -6,10 +6,11 @@ op type -> converter; common.py says what a converter is):
     reduce.py   the Reduce* family, ArgMax / ArgMin
     shape.py    shapes and indexing: Shape, Reshape, Slice, Gather, Split, Concat, ...
     vision.py   convolutions, pools, padding, resizing
+    quantize.py QuantizeLinear, DequantizeLinear
 """
-from . import math, nn, reduce, shape, vision
+from . import math, nn, quantize, reduce, shape, vision
 
 CONVERTERS = {**math.CONVERTERS, **nn.CONVERTERS, **reduce.CONVERTERS, **shape.CONVERTERS,
-              **vision.CONVERTERS}
+              **vision.CONVERTERS, **quantize.CONVERTERS}
 
 __all__ = ["CONVERTERS"]

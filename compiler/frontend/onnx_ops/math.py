@@ -187,6 +187,7 @@ CONVERTERS = {
     "Cos": _unary(tensor.cos),
     "Floor": _unary(tensor.floor),
     "Ceil": _unary(tensor.ceil),
+    "Round": _unary(tensor.round),
     "Identity": lambda c, a, at, n: a[0],
     "Relu": _unary(nn.relu),
     "Clip": _clip,

@@ -84,6 +84,7 @@ _unary("log", _map("log", te.log), lambda a, at: np.log(a[0]))
 _unary("abs", _map("abs", te.abs), lambda a, at: np.abs(a[0]))
 _unary("floor", _map("floor", te.floor), lambda a, at: np.floor(a[0]))
 _unary("ceil", _map("ceil", te.ceil), lambda a, at: np.ceil(a[0]))
+_unary("round", _map("round", te.round), lambda a, at: np.round(a[0]))
 _unary("sin", _map("sin", te.sin), lambda a, at: np.sin(a[0]))
 _unary("cos", _map("cos", te.cos), lambda a, at: np.cos(a[0]))
 _binary("power", _broadcast("power", te.power), np.power)
@@ -261,6 +262,11 @@ def floor(x: Expr) -> Call:
 
 def ceil(x: Expr) -> Call:
     return call("ceil", [x])
+
+
+def round(x: Expr) -> Call:  # noqa: A001 - Relay's name
+    """Halves to the even integer (ONNX's Round, numpy's round)."""
+    return call("round", [x])
 
 
 def sin(x: Expr) -> Call:

@@ -1,0 +1,131 @@
+"""Converters of ONNX's linear quantization: QuantizeLinear and DequantizeLinear, per
+tensor and per axis, to and from the integer types the build compiles (int8, uint8,
+int16, uint16; DequantizeLinear also int32), as elementwise arithmetic.
+
+    QuantizeLinear    y = saturate(round(x / y_scale) + y_zero_point)
+    DequantizeLinear  y = (x - x_zero_point) * x_scale
+
+Each is computed so that it rounds where ONNX's reference rounds, and only there:
+- the quotient x / y_scale in the type numpy's promotion of the two gives (the
+  `precision` attribute's where given); rounding halves to even (Round);
+- the rounded quotient and the zero point are added in float32, exact below 2^24, far
+  outside every integer range, so saturation is the same as the reference's int32 sum
+  clipped; a NaN saturates to the type's least value, as ONNX Runtime's kernel does
+  (the reference's cast of NaN to int32 is undefined);
+- the difference x - x_zero_point is exact in float32 for 8- and 16-bit integers, and
+  is taken in float64 for int32 (numpy's promotion), then multiplied by the scale in
+  that type and rounded once to the scale's type (or `output_dtype`).
+
+Blocked quantization (block_size > 0) is refused by name; float8, float4, int4 and int2
+values are refused where the import reads their element type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import graph
+from ...graph.ir.expr import Constant
+from ...graph.ir.op import tensor
+from ...graph.ir.op.transform import reshape
+from .common import DTYPES, axis, dtype_name
+
+RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
+          "int16": (-32768, 32767)}
+"""The integer types QuantizeLinear makes, and their ranges (saturation)."""
+
+DEQUANTIZED = (*RANGES, "int32")
+"""The integer types DequantizeLinear reads."""
+
+
+def _per_axis(ctx, param, x, attrs, what: str):
+    """`param` (a scale or zero point: a scalar, or a vector along `axis`) shaped to
+    broadcast against `x`; blocked quantization refused by name."""
+    block = attrs.get("block_size", 0)
+    if block:
+        raise ValueError(f"blocked quantization (block_size={block}) is not supported")
+    ndim, shape = len(ctx.shape(x)), ctx.shape(param)
+    along = attrs.get("axis", 1)  # read even where it does not apply (a scalar)
+    if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1):
+        return reshape(param, ()) if shape else param
+    along = axis(along, ndim)
+    if len(shape) != 1 or shape[0] != ctx.shape(x)[along]:
+        raise ValueError(f"{what} of shape {list(shape)} is neither a scalar nor a vector "
+                         f"of the {ctx.shape(x)[along]} elements of axis {along} of the "
+                         f"input of shape {list(ctx.shape(x))}")
+    dims = [1] * ndim
+    dims[along] = shape[0]
+    return reshape(param, tuple(dims))
+
+
+def _promoted(a: str, b: str) -> str:
+    """The float type numpy's promotion gives two float types (bfloat16 with float16:
+    float32)."""
+    rank = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+    if a == b:
+        return a
+    return max(a, b, key=lambda d: rank.get(d, 0)) if rank.get(a) != rank.get(b) else "float32"
+
+
+def _as(x, dtype: str, ctx):
+    return x if ctx.dtype(x) == dtype else tensor.cast(x, dtype)
+
+
+def _scalar(value, dtype: str):
+    return Constant(np.array(value, dtype))
+
+
+def _quantize(ctx, args, attrs, node):
+    x, scale = args[0], args[1]
+    zero = args[2] if len(args) > 2 else None
+    attrs.get("saturate")  # float8 only (the spec): an integer result always saturates
+    out = attrs.get("output_dtype", 0)
+    out = DTYPES.get(out, dtype_name(out)) if out else None
+    if zero is not None:
+        if out is not None and out != ctx.dtype(zero):
+            raise ValueError(f"output_dtype={out} differs from the zero point's type "
+                             f"{ctx.dtype(zero)}")
+        out = ctx.dtype(zero)
+    out = out or "uint8"
+    if out not in RANGES:
+        raise ValueError(f"quantizing to {out} is not supported (supported: "
+                         f"{', '.join(RANGES)})")
+    precision = attrs.get("precision", 0)
+    work = DTYPES.get(precision, dtype_name(precision)) if precision else \
+        _promoted(ctx.dtype(x), ctx.dtype(scale))
+    if work not in ("float16", "float32", "float64"):
+        raise ValueError(f"computing x / y_scale in {work} is not supported")
+    scale = _per_axis(ctx, scale, x, attrs, "y_scale")
+    q = tensor.round(graph.divide(_as(x, work, ctx), _as(scale, work, ctx)))
+    q = _as(q, "float32", ctx)  # an integer already: exact in float32 below 2^24
+    if zero is not None:
+        q = graph.add(q, _as(_per_axis(ctx, zero, x, attrs, "y_zero_point"), "float32", ctx))
+    low, high = (_scalar(v, "float32") for v in RANGES[out])
+    q = tensor.where(tensor.greater_equal(q, low), q, low)  # NaN too: the least value
+    return tensor.cast(graph.minimum(q, high), out)
+
+
+def _dequantize(ctx, args, attrs, node):
+    x, scale = args[0], args[1]
+    zero = args[2] if len(args) > 2 else None
+    source = ctx.dtype(x)
+    if source not in DEQUANTIZED:
+        raise ValueError(f"dequantizing {source} is not supported (supported: "
+                         f"{', '.join(DEQUANTIZED)})")
+    out = attrs.get("output_dtype", 0)
+    out = DTYPES.get(out, dtype_name(out)) if out else ctx.dtype(scale)
+    if zero is not None and ctx.dtype(zero) != source:
+        raise ValueError(f"x_zero_point's type {ctx.dtype(zero)} differs from x's {source}")
+    work = "float64" if source == "int32" and zero is not None else "float32"
+    dx = _as(_as(x, "float32", ctx), work, ctx)
+    if zero is not None:
+        dx = graph.subtract(dx, _as(_per_axis(ctx, zero, x, attrs, "x_zero_point"), work, ctx))
+    wide = _promoted(work, ctx.dtype(scale))
+    y = graph.multiply(_as(dx, wide, ctx),
+                       _as(_per_axis(ctx, scale, x, attrs, "x_scale"), wide, ctx))
+    return _as(y, out, ctx)
+
+
+CONVERTERS = {
+    "QuantizeLinear": _quantize,
+    "DequantizeLinear": _dequantize,
+}

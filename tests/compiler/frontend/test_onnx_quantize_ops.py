@@ -1,0 +1,122 @@
+"""QuantizeLinear and DequantizeLinear (compiler/frontend/onnx_ops/quantize.py) against
+ONNX Runtime, per tensor and per axis, every integer type they convert, odd shapes
+(7, 13, 37), values that saturate; ties, NaN and infinities against the formula the
+converter follows; and the refusals by name (blocked quantization, unsupported types,
+scales of the wrong shape)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from onnx_cases import In, check_against_ort, node, node_model  # noqa: E402
+
+from compiler import graph  # noqa: E402
+from compiler.errors import FrontendError  # noqa: E402
+from compiler.frontend import from_onnx  # noqa: E402
+
+F = np.float32
+X = In(7, 13, 37)  # standard normal: by a scale of 0.02, up to about +-250, saturating
+SCALES13 = np.linspace(0.005, 0.05, 13).astype(F)
+
+QUANTIZE = [
+    node(X, np.array(0.02, F), np.array(128, np.uint8)),
+    node(X, np.array(0.02, F), np.array(-3, np.int8)),
+    node(X, np.array(0.01, F)),  # no zero point: uint8, zero 0
+    node(X, SCALES13, np.arange(13, dtype=np.int8) - 6, axis=1),
+    node(X, np.linspace(0.01, 0.03, 37).astype(F), np.full(37, 7, np.uint8), axis=-1),
+    node(X, np.array([0.0004], F), np.array([-100], np.int16)),  # a vector of one
+    node(X, np.array(0.0001, F), np.array(30000, np.uint16)),
+    node(X, In(13, positive=True), In(13, dtype="uint8", low=0, high=256), axis=1),
+]
+DEQUANTIZE = [
+    node(In(7, 13, 37, dtype="uint8", low=0, high=256), np.array(0.02, F),
+         np.array(128, np.uint8)),
+    node(In(7, 13, 37, dtype="int8", low=-128, high=128), SCALES13,
+         np.arange(13, dtype=np.int8) - 6, axis=1),
+    node(In(7, 13, 37, dtype="int8", low=-128, high=128), np.array(0.5, F)),
+    node(In(37, 13, dtype="int32", low=-(2 ** 30), high=2 ** 30), np.array(1e-6, F)),
+    node(In(37, 13, dtype="int16", low=-32768, high=32768),
+         np.linspace(1e-4, 1e-3, 37).astype(F), np.arange(37, dtype=np.int16), axis=0),
+    node(In(7, 37, dtype="uint16", low=0, high=65536), np.array(0.001, F),
+         np.array(40000, np.uint16)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(QUANTIZE)))
+def test_quantize_linear_matches_onnx_runtime(k):
+    check_against_ort(*node_model("QuantizeLinear", [QUANTIZE[k]], opset=21))
+
+
+@pytest.mark.parametrize("k", range(len(DEQUANTIZE)))
+def test_dequantize_linear_matches_onnx_runtime(k):
+    check_against_ort(*node_model("DequantizeLinear", [DEQUANTIZE[k]], opset=21))
+
+
+def test_float16_quantize_and_dequantize_match_onnx_runtime():
+    q = node(In(7, 37, dtype="float16"), np.array(0.03, np.float16), np.array(-5, np.int8))
+    check_against_ort(*node_model("QuantizeLinear", [q], opset=19))
+    d = node(In(7, 37, dtype="int8", low=-128, high=128), np.array(0.03, np.float16),
+             np.array(-5, np.int8))
+    check_against_ort(*node_model("DequantizeLinear", [d], opset=19))
+
+
+def _built(model):
+    mod, params = from_onnx(model)
+    return graph.build(mod, params=params)
+
+
+def _formula(x, scale, zero, low, high):
+    """ONNX's formula, a NaN saturating to the least value (the module docstring)."""
+    y = np.rint(x / scale).astype(np.float64) + zero
+    return np.where(np.isnan(y), low, np.clip(y, low, high))
+
+
+@pytest.mark.parametrize("dtype,zero", [("uint8", 3), ("int8", -2), ("int16", 11)])
+def test_ties_round_to_even_and_nan_and_infinities_saturate(dtype, zero):
+    scale = F(0.5)
+    ties = np.arange(-300, 300, dtype=F) * F(0.5) + F(0.25)  # x / 0.5 = k + 0.5
+    x = np.concatenate([ties, np.array([np.nan, np.inf, -np.inf, 1e30, -1e30], F)])
+    model, _ = node_model("QuantizeLinear", [node(In(x.size), np.array(scale),
+                                                  np.array(zero, dtype))], opset=21)
+    got = _built(model).run(in0_0=x)[0]
+    info = np.iinfo(dtype)
+    want = _formula(x, scale, zero, info.min, info.max).astype(dtype)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+    assert got[-5] == info.min and got[-4] == info.max and got[-3] == info.min
+
+
+def test_round_matches_onnx_runtime_on_ties():
+    model, _ = node_model("Round", [node(In(41))], opset=17)
+    check_against_ort(model, {"in0_0": (np.arange(-20, 21, dtype=F) + F(0.5))})
+
+
+@pytest.mark.parametrize("op_type,args,attrs,message", [
+    ("QuantizeLinear", (X, np.full((7, 2), 0.1, F), np.zeros((7, 2), np.uint8)),
+     {"axis": 0, "block_size": 7}, "blocked quantization"),
+    ("DequantizeLinear", (In(7, 13, dtype="int8"), np.full((7, 2), 0.1, F)),
+     {"axis": 1, "block_size": 7}, "blocked quantization"),
+    ("QuantizeLinear", (X, np.array(0.1, F), np.array(0, np.int32)), {},
+     "quantizing to int32 is not supported"),
+    ("QuantizeLinear", (X, SCALES13[:7]), {"axis": 1}, "y_scale of shape"),
+    ("DequantizeLinear", (In(7, 13, dtype="int8"), np.array(0.1, F), np.array(0, np.uint8)),
+     {}, "x_zero_point's type uint8 differs from x's int8"),
+])
+def test_refused_by_name(op_type, args, attrs, message):
+    model, _ = node_model(op_type, [node(*args, **attrs)], opset=21)
+    with pytest.raises(FrontendError, match=message):
+        _built(model)
+
+
+def test_int32_dequantize_with_a_zero_point_rounds_once():
+    """int32 less its zero point in float64, as numpy promotes (the module docstring)."""
+    x = np.array([2 ** 30 + 1, -(2 ** 31), 2 ** 31 - 1, 16777217, -3, 0], np.int32)
+    zero, scale = np.array(-7, np.int32), np.array(0.37, F)
+    model, _ = node_model("DequantizeLinear", [node(In(x.size, dtype="int32"), scale, zero)],
+                          opset=21)
+    got = _built(model).run(in0_0=x)[0]
+    want = ((x.astype(F) - zero) * scale).astype(F)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
