@@ -6,7 +6,7 @@ op type -> converter; common.py says what a converter is):
     reduce.py   the Reduce* family, ArgMax / ArgMin
     shape.py    shapes and indexing: Shape, Reshape, Slice, Gather, Split, Concat, ...
     vision.py   convolutions, pools, padding, resizing
-    quantize.py QuantizeLinear, DequantizeLinear
+    quantize.py QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 """
 from . import math, nn, quantize, reduce, shape, vision
 

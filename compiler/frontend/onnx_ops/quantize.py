@@ -1,6 +1,7 @@
 """Converters of ONNX's linear quantization: QuantizeLinear and DequantizeLinear, per
 tensor and per axis, to and from the integer types the build compiles (int8, uint8,
-int16, uint16; DequantizeLinear also int32), as elementwise arithmetic.
+int16, uint16; DequantizeLinear also int32), and DynamicQuantizeLinear (uint8 by the
+input's range), as elementwise arithmetic.
 
     QuantizeLinear    y = saturate(round(x / y_scale) + y_zero_point)
     DequantizeLinear  y = (x - x_zero_point) * x_scale
@@ -25,7 +26,7 @@ import numpy as np
 
 from ... import graph
 from ...graph.ir.expr import Constant
-from ...graph.ir.op import tensor
+from ...graph.ir.op import reduce, tensor
 from ...graph.ir.op.transform import reshape
 from .common import DTYPES, axis, dtype_name
 
@@ -99,9 +100,34 @@ def _quantize(ctx, args, attrs, node):
     q = _as(q, "float32", ctx)  # an integer already: exact in float32 below 2^24
     if zero is not None:
         q = graph.add(q, _as(_per_axis(ctx, zero, x, attrs, "y_zero_point"), "float32", ctx))
+    return _saturated(q, out)
+
+
+def _saturated(q, out: str):
+    """The float32 `q` (integers already) clipped to the range of `out` and cast to it;
+    a NaN becomes the least value."""
     low, high = (_scalar(v, "float32") for v in RANGES[out])
     q = tensor.where(tensor.greater_equal(q, low), q, low)  # NaN too: the least value
     return tensor.cast(graph.minimum(q, high), out)
+
+
+def _dynamic_quantize(ctx, args, attrs, node):
+    """DynamicQuantizeLinear: uint8 by the range of x and 0. Where x is all zeros the
+    scale is 1, as ONNX Runtime computes it (ONNX's reference divides that 1 by 255
+    too; the quantized values, all 0, are the same either way)."""
+    x = args[0]
+    if ctx.dtype(x) != "float32":
+        raise ValueError(f"DynamicQuantizeLinear of {ctx.dtype(x)} is not supported "
+                         "(it takes float32)")
+    zero = _scalar(0.0, "float32")
+    high = graph.maximum(reduce.max(x), zero)
+    low = graph.minimum(reduce.min(x), zero)
+    scale = tensor.where(tensor.equal(high, low), _scalar(1.0, "float32"),
+                         graph.divide(graph.subtract(high, low), _scalar(255.0, "float32")))
+    point = graph.subtract(zero, graph.divide(low, scale))
+    point = tensor.round(graph.minimum(graph.maximum(point, zero), _scalar(255.0, "float32")))
+    y = _saturated(graph.add(tensor.round(graph.divide(x, scale)), point), "uint8")
+    return y, scale, tensor.cast(point, "uint8")
 
 
 def _dequantize(ctx, args, attrs, node):
@@ -128,4 +154,5 @@ def _dequantize(ctx, args, attrs, node):
 CONVERTERS = {
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
+    "DynamicQuantizeLinear": _dynamic_quantize,
 }

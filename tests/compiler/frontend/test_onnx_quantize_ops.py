@@ -120,3 +120,15 @@ def test_int32_dequantize_with_a_zero_point_rounds_once():
     want = ((x.astype(F) - zero) * scale).astype(F)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("values", ["normal", "positive", "negative", "zeros"])
+def test_dynamic_quantize_linear_matches_onnx_runtime(values):
+    model, feeds = node_model("DynamicQuantizeLinear", [node(In(7, 13, 37), outputs=3)],
+                              opset=11)
+    x = feeds["in0_0"]
+    feeds["in0_0"] = {"normal": x, "positive": np.abs(x) + F(0.5), "negative": -np.abs(x),
+                      "zeros": np.zeros_like(x)}[values]
+    lib = check_against_ort(model, feeds)
+    _, scale, zero = lib.run(**feeds)
+    assert scale.dtype == np.float32 and zero.dtype == np.uint8 and zero.shape == ()
