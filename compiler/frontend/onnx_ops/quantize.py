@@ -59,12 +59,15 @@ def _per_axis(ctx, param, x, attrs, what: str):
 
 
 def _promoted(a: str, b: str) -> str:
-    """The float type numpy's promotion gives two float types (bfloat16 with float16:
-    float32)."""
+    """The float type numpy's promotion gives a float type and a float or int32 type:
+    float64 with an int32 (whose values float32 cannot all hold), float32 for float16
+    with bfloat16."""
     rank = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+    if a not in rank or b not in rank:
+        return "float64"
     if a == b:
         return a
-    return max(a, b, key=lambda d: rank.get(d, 0)) if rank.get(a) != rank.get(b) else "float32"
+    return max(a, b, key=rank.get) if rank[a] != rank[b] else "float32"
 
 
 def _as(x, dtype: str, ctx):

@@ -132,3 +132,15 @@ def test_dynamic_quantize_linear_matches_onnx_runtime(values):
     lib = check_against_ort(model, feeds)
     _, scale, zero = lib.run(**feeds)
     assert scale.dtype == np.float32 and zero.dtype == np.uint8 and zero.shape == ()
+
+
+def test_int32_input_quantizes_in_float64():
+    """QuantizeLinear takes int32 (from opset 10): x / y_scale in float64, as numpy
+    promotes int32 with float32, then ONNX's formula."""
+    x = np.array([2 ** 30 + 1, -(2 ** 31), 16777217, 93, -94, 0, 1000], np.int32)
+    scale, zero = F(0.37), np.array(-9, np.int16)
+    model, _ = node_model("QuantizeLinear", [node(In(x.size, dtype="int32"),
+                                                  np.array(scale), zero)], opset=21)
+    got = _built(model).run(in0_0=x)[0]
+    want = _formula(x / scale, 1.0, -9, -32768, 32767).astype(np.int16)
+    np.testing.assert_array_equal(got, want)
