@@ -6,7 +6,8 @@ op type -> converter; common.py says what a converter is):
     reduce.py   the Reduce* family, ArgMax / ArgMin
     shape.py    shapes and indexing: Shape, Reshape, Slice, Gather, Split, Concat, ...
     vision.py   convolutions, pools, padding, resizing
-    quantize.py QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+    quantize.py QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+                QLinearMatMul
 """
 from . import math, nn, quantize, reduce, shape, vision
 

@@ -1,7 +1,8 @@
 """Converters of ONNX's linear quantization: QuantizeLinear and DequantizeLinear, per
 tensor and per axis, to and from the integer types the build compiles (int8, uint8,
 int16, uint16; DequantizeLinear also int32), and DynamicQuantizeLinear (uint8 by the
-input's range), as elementwise arithmetic.
+input's range), as elementwise arithmetic; MatMulInteger and QLinearMatMul as an int32
+matmul of the operands less their zero points (requantized after, for QLinearMatMul).
 
     QuantizeLinear    y = saturate(round(x / y_scale) + y_zero_point)
     DequantizeLinear  y = (x - x_zero_point) * x_scale
@@ -29,6 +30,7 @@ from ...graph.ir.expr import Constant
 from ...graph.ir.op import reduce, tensor
 from ...graph.ir.op.transform import reshape
 from .common import DTYPES, axis, dtype_name
+from .nn import matmul
 
 RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767)}
@@ -106,10 +108,10 @@ def _quantize(ctx, args, attrs, node):
     return _saturated(q, out)
 
 
-def _saturated(q, out: str):
-    """The float32 `q` (integers already) clipped to the range of `out` and cast to it;
-    a NaN becomes the least value."""
-    low, high = (_scalar(v, "float32") for v in RANGES[out])
+def _saturated(q, out: str, dtype: str = "float32"):
+    """The float `q` of `dtype` (integers already) clipped to the range of `out` and cast
+    to it; a NaN becomes the least value."""
+    low, high = (_scalar(v, dtype) for v in RANGES[out])
     q = tensor.where(tensor.greater_equal(q, low), q, low)  # NaN too: the least value
     return tensor.cast(graph.minimum(q, high), out)
 
@@ -154,7 +156,80 @@ def _dequantize(ctx, args, attrs, node):
     return _as(y, out, ctx)
 
 
+def _offset(ctx, q, zero, columns: bool, what: str):
+    """The integers `q` less their zero point, in int32: a scalar zero point, or with
+    `columns` (a matrix's right operand) a vector along the last axis; a per-row zero
+    point is refused by name (ONNX's reference and its text disagree on how it
+    broadcasts)."""
+    q = _as(q, "int32", ctx)
+    if zero is None:
+        return q
+    shape = ctx.shape(zero)
+    size = int(np.prod(shape)) if shape else 1
+    if size != 1 and not (columns and len(shape) == 1 and shape[0] == ctx.shape(q)[-1]):
+        raise ValueError(f"{what} of shape {list(shape)} is not supported (a scalar"
+                         + (f", or a vector of the {ctx.shape(q)[-1]} columns" if columns
+                            else "") + ")")
+    zero = reshape(zero, ()) if size == 1 and shape else zero
+    return graph.subtract(q, _as(zero, "int32", ctx))
+
+
+def _integer_operands(ctx, a, b, a_zero, b_zero):
+    for name, v, z in (("a", a, a_zero), ("b", b, b_zero)):
+        if ctx.dtype(v) not in ("int8", "uint8"):
+            raise ValueError(f"{name} of {ctx.dtype(v)} is not supported (int8, uint8)")
+        if z is not None and ctx.dtype(z) != ctx.dtype(v):
+            raise ValueError(f"{name}_zero_point's type {ctx.dtype(z)} differs from "
+                             f"{name}'s {ctx.dtype(v)}")
+    return (_offset(ctx, a, a_zero, False, "a_zero_point"),
+            _offset(ctx, b, b_zero, True, "b_zero_point"))
+
+
+def _matmul_integer(ctx, args, attrs, node):
+    """MatMulInteger: (a - a_zero_point) @ (b - b_zero_point), accumulated exactly in
+    int32 (8-bit operands: exact for inner extents below 33,000)."""
+    a, b = args[0], args[1]
+    a_zero = args[2] if len(args) > 2 else None
+    b_zero = args[3] if len(args) > 3 else None
+    return matmul(ctx, *_integer_operands(ctx, a, b, a_zero, b_zero))
+
+
+def _qlinear_matmul(ctx, args, attrs, node):
+    """QLinearMatMul: the int32 product of the operands less their zero points, times
+    a_scale * b_scale / y_scale (in the scales' type, as ONNX's reference rounds it), in
+    float64, plus y_zero_point, rounded and saturated to y's type. b's scale and zero
+    point may be per column."""
+    a, a_scale, a_zero, b, b_scale, b_zero, y_scale = args[:7]
+    y_zero = args[7] if len(args) > 7 else None
+    out = ctx.dtype(y_zero) if y_zero is not None else ctx.dtype(a)
+    if out not in ("int8", "uint8"):
+        raise ValueError(f"y of {out} is not supported (int8, uint8)")
+    for name, v in (("a_scale", a_scale), ("y_scale", y_scale), ("y_zero_point", y_zero)):
+        if v is not None and int(np.prod(ctx.shape(v))) != 1:
+            raise ValueError(f"{name} of shape {list(ctx.shape(v))} is not supported "
+                             "(a scalar)")
+    product = matmul(ctx, *_integer_operands(ctx, a, b, a_zero, b_zero))
+    columns = ctx.shape(product)[-1]
+    b_shape = ctx.shape(b_scale)
+    if int(np.prod(b_shape)) != 1 and tuple(b_shape) != (columns,):
+        raise ValueError(f"b_scale of shape {list(b_shape)} is not supported (a scalar, "
+                         f"or a vector of the {columns} columns)")
+    scales = [s if not ctx.shape(s) else reshape(s, ()) if int(np.prod(ctx.shape(s))) == 1
+              else s for s in (a_scale, b_scale, y_scale)]
+    kind = ctx.dtype(a_scale)
+    if any(ctx.dtype(s) != kind for s in scales) or kind not in ("float32", "float16"):
+        raise ValueError("the scales must be all float32 or all float16")
+    factor = graph.divide(graph.multiply(scales[0], scales[1]), scales[2])
+    d = graph.multiply(_as(product, "float64", ctx), _as(factor, "float64", ctx))
+    if y_zero is not None:
+        zero = reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero
+        d = graph.add(d, _as(zero, "float64", ctx))
+    return _saturated(tensor.round(d), out, "float64")
+
+
 CONVERTERS = {
+    "MatMulInteger": _matmul_integer,
+    "QLinearMatMul": _qlinear_matmul,
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
     "DynamicQuantizeLinear": _dynamic_quantize,

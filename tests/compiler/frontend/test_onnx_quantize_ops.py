@@ -144,3 +144,59 @@ def test_int32_input_quantizes_in_float64():
     got = _built(model).run(in0_0=x)[0]
     want = _formula(x / scale, 1.0, -9, -32768, 32767).astype(np.int16)
     np.testing.assert_array_equal(got, want)
+
+
+U8 = dict(dtype="uint8", low=0, high=256)
+S8 = dict(dtype="int8", low=-128, high=128)
+MATMUL_INTEGER = [
+    node(In(7, 13, **U8), In(13, 37, **U8), np.array(128, np.uint8), np.array(3, np.uint8)),
+    node(In(7, 13, **S8), In(13, 37, **S8)),
+    node(In(2, 7, 13, **U8), In(2, 13, 37, **S8), np.array(7, np.uint8),
+         np.array(-2, np.int8)),
+    node(In(7, 1000, **U8), np.random.default_rng(2).integers(-128, 128, (1000, 13))
+         .astype(np.int8), np.array(5, np.uint8), np.arange(13, dtype=np.int8) - 6),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MATMUL_INTEGER)))
+def test_matmul_integer_matches_onnx_runtime(k):
+    check_against_ort(*node_model("MatMulInteger", [MATMUL_INTEGER[k]], opset=10))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_qlinear_matmul_follows_onnx_and_onnx_runtime(dtype):
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max + 1, (7, 37)).astype(dtype)
+    b = rng.integers(info.min, info.max + 1, (37, 13)).astype(dtype)
+    consts = [np.array(0.02, F), np.array(3, dtype), np.array(0.015, F), np.array(-2, dtype)
+              if dtype == "int8" else np.array(140, dtype), np.array(0.4, F),
+              np.array(9, dtype)]
+    model, _ = node_model("QLinearMatMul", [node(
+        In(7, 37, dtype=dtype), consts[0], consts[1], In(37, 13, dtype=dtype), consts[2],
+        consts[3], consts[4], consts[5])], opset=10)
+    got = _built(model).run(in0_0=a, in0_3=b)[0]
+    product = (a.astype(np.int32) - consts[1]) @ (b.astype(np.int32) - consts[3])
+    want = np.clip(np.rint(product * (consts[0] * consts[2] / consts[4]) + consts[5]),
+                   info.min, info.max).astype(dtype)
+    np.testing.assert_array_equal(got, want)  # ONNX's reference formula
+    import onnxruntime as ort
+    theirs = ort.InferenceSession(model.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(
+        None, {"in0_0": a, "in0_3": b})[0]
+    assert np.abs(got.astype(int) - theirs).max() <= 1  # ORT requantizes in float32
+    assert len(np.unique(got)) > 20  # not saturated throughout
+
+
+@pytest.mark.parametrize("op_type,args,message", [
+    ("MatMulInteger", (In(7, 13, **U8), In(13, 37, **U8), np.arange(7, dtype=np.uint8)),
+     "a_zero_point of shape"),
+    ("MatMulInteger", (In(7, 13, dtype="int32"), In(13, 37, **U8)), "a of int32"),
+    ("QLinearMatMul", (In(7, 13, **U8), np.full(7, 0.1, F), np.array(0, np.uint8),
+                       In(13, 37, **U8), np.array(0.1, F), np.array(0, np.uint8),
+                       np.array(0.1, F), np.array(0, np.uint8)), "a_scale of shape"),
+])
+def test_integer_matmuls_refuse_by_name(op_type, args, message):
+    model, _ = node_model(op_type, [node(*args)], opset=10)
+    with pytest.raises(FrontendError, match=message):
+        _built(model)
