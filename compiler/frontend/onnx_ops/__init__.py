@@ -7,7 +7,7 @@ op type -> converter; common.py says what a converter is):
     shape.py    shapes and indexing: Shape, Reshape, Slice, Gather, Split, Concat, ...
     vision.py   convolutions, pools, padding, resizing
     quantize.py QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-                QLinearMatMul
+                QLinearMatMul, ConvInteger, QLinearConv
 """
 from . import math, nn, quantize, reduce, shape, vision
 

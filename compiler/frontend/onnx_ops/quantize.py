@@ -1,8 +1,10 @@
 """Converters of ONNX's linear quantization: QuantizeLinear and DequantizeLinear, per
 tensor and per axis, to and from the integer types the build compiles (int8, uint8,
 int16, uint16; DequantizeLinear also int32), and DynamicQuantizeLinear (uint8 by the
-input's range), as elementwise arithmetic; MatMulInteger and QLinearMatMul as an int32
-matmul of the operands less their zero points (requantized after, for QLinearMatMul).
+input's range), as elementwise arithmetic; MatMulInteger, QLinearMatMul, ConvInteger and
+QLinearConv as an int32 matmul or convolution of the operands less their zero points
+(requantized after, for the QLinear ones). No int8 kernel yet: the int32 products run
+on the build's generic integer schedules.
 
     QuantizeLinear    y = saturate(round(x / y_scale) + y_zero_point)
     DequantizeLinear  y = (x - x_zero_point) * x_scale
@@ -31,6 +33,7 @@ from ...graph.ir.op import reduce, tensor
 from ...graph.ir.op.transform import reshape
 from .common import DTYPES, axis, dtype_name
 from .nn import matmul
+from .vision import CONVERTERS as _VISION
 
 RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
           "int16": (-32768, 32767)}
@@ -227,7 +230,82 @@ def _qlinear_matmul(ctx, args, attrs, node):
     return _saturated(tensor.round(d), out, "float64")
 
 
+def _conv_operands(ctx, x, w, x_zero, w_zero):
+    """x and w of an integer convolution less their zero points, in int32: x's a scalar,
+    w's a scalar or one per output channel."""
+    for name, v, z in (("x", x, x_zero), ("w", w, w_zero)):
+        if ctx.dtype(v) not in ("int8", "uint8"):
+            raise ValueError(f"{name} of {ctx.dtype(v)} is not supported (int8, uint8)")
+        if z is not None and ctx.dtype(z) != ctx.dtype(v):
+            raise ValueError(f"{name}_zero_point's type {ctx.dtype(z)} differs from "
+                             f"{name}'s {ctx.dtype(v)}")
+    x32 = _offset(ctx, x, x_zero, False, "x_zero_point")
+    w32 = _as(w, "int32", ctx)
+    if w_zero is not None:
+        w32 = graph.subtract(w32, _as(_per_channel(ctx, w_zero, w, "w_zero_point", False),
+                                      "int32", ctx))
+    return x32, w32
+
+
+def _per_channel(ctx, param, w, what: str, output: bool):
+    """A scale or zero point of a convolution: a scalar, or one per output channel (w's
+    first axis), shaped to broadcast against the weight, or with `output` against the
+    convolution's output (N, M, spatial axes)."""
+    shape, channels = ctx.shape(param), ctx.shape(w)[0]
+    size = int(np.prod(shape)) if shape else 1
+    if size == 1:
+        return reshape(param, ()) if shape else param
+    if tuple(shape) != (channels,):
+        raise ValueError(f"{what} of shape {list(shape)} is not supported (a scalar, or a "
+                         f"vector of the {channels} output channels)")
+    ones = len(ctx.shape(w)) - (2 if output else 1)
+    return reshape(param, (channels, *[1] * ones))
+
+
+def _conv_integer(ctx, args, attrs, node):
+    """ConvInteger: the convolution (every attribute of Conv) of x and w less their zero
+    points, accumulated exactly in int32; the padding is zero after the subtraction, as
+    ONNX's reference pads."""
+    x, w = args[0], args[1]
+    x_zero = args[2] if len(args) > 2 else None
+    w_zero = args[3] if len(args) > 3 else None
+    return _VISION["Conv"](ctx, list(_conv_operands(ctx, x, w, x_zero, w_zero)), attrs, node)
+
+
+def _qlinear_conv(ctx, args, attrs, node):
+    """QLinearConv: ConvInteger's int32 result plus the int32 bias, times x_scale *
+    w_scale / y_scale (w's per output channel too; in the scales' type, as ONNX's
+    reference rounds it) in float64, plus y_zero_point, rounded and saturated."""
+    x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero = args[:8]
+    bias = args[8] if len(args) > 8 else None
+    out = ctx.dtype(y_zero) if y_zero is not None else ctx.dtype(x)
+    if out not in ("int8", "uint8"):
+        raise ValueError(f"y of {out} is not supported (int8, uint8)")
+    if bias is not None and ctx.dtype(bias) != "int32":
+        raise ValueError(f"B of {ctx.dtype(bias)} is not supported (int32)")
+    for name, v in (("x_scale", x_scale), ("y_scale", y_scale), ("y_zero_point", y_zero)):
+        if v is not None and int(np.prod(ctx.shape(v))) != 1:
+            raise ValueError(f"{name} of shape {list(ctx.shape(v))} is not supported "
+                             "(a scalar)")
+    acc = _VISION["Conv"](ctx, [*_conv_operands(ctx, x, w, x_zero, w_zero), bias], attrs,
+                          node)
+    scales = [reshape(s, ()) if ctx.shape(s) else s for s in (x_scale, y_scale)]
+    kind = ctx.dtype(x_scale)
+    if any(ctx.dtype(s) != kind for s in (x_scale, w_scale, y_scale)) or \
+            kind not in ("float32", "float16"):
+        raise ValueError("the scales must be all float32 or all float16")
+    w_scale = _per_channel(ctx, w_scale, w, "w_scale", True)
+    factor = graph.divide(graph.multiply(scales[0], w_scale), scales[1])
+    d = graph.multiply(_as(acc, "float64", ctx), _as(factor, "float64", ctx))
+    if y_zero is not None:
+        d = graph.add(d, _as(reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero,
+                             "float64", ctx))
+    return _saturated(tensor.round(d), out, "float64")
+
+
 CONVERTERS = {
+    "ConvInteger": _conv_integer,
+    "QLinearConv": _qlinear_conv,
     "MatMulInteger": _matmul_integer,
     "QLinearMatMul": _qlinear_matmul,
     "QuantizeLinear": _quantize,

@@ -200,3 +200,51 @@ def test_integer_matmuls_refuse_by_name(op_type, args, message):
     model, _ = node_model(op_type, [node(*args)], opset=10)
     with pytest.raises(FrontendError, match=message):
         _built(model)
+
+
+def _reference(model, feeds):
+    from onnx.reference import ReferenceEvaluator
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+W16 = np.random.default_rng(7).integers(0, 256, (16, 3, 3, 3)).astype(np.uint8)
+CONV_INTEGER = [
+    node(In(1, 3, 13, 13, **U8), W16, np.array(100, np.uint8), np.array(120, np.uint8),
+         pads=[1, 1, 1, 1]),
+    node(In(2, 3, 13, 7, **U8), W16, None, np.arange(16, dtype=np.uint8) + 100,
+         strides=[2, 2], pads=[0, 1, 2, 1]),
+    node(In(1, 4, 13, 13, **U8), np.random.default_rng(8).integers(0, 256, (8, 2, 3, 3))
+         .astype(np.uint8), np.array(3, np.uint8), group=2, dilations=[2, 2]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(CONV_INTEGER)))
+def test_conv_integer_matches_onnx_and_onnx_runtime(k):
+    model, feeds = node_model("ConvInteger", [CONV_INTEGER[k]], opset=10)
+    got = _built(model).run(**feeds)[0]
+    want = _reference(model, feeds)[0]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+    if k == 0:  # ONNX Runtime's kernel takes scalar zero points only
+        check_against_ort(model, feeds)
+
+
+@pytest.mark.parametrize("activations", ["uint8", "int8"])
+def test_qlinear_conv_follows_onnx_and_onnx_runtime(activations):
+    rng = np.random.default_rng(9)
+    info = np.iinfo(activations)
+    w = rng.integers(-128, 128, (16, 8, 3, 3)).astype(np.int8)
+    zero = np.array(130 if activations == "uint8" else -3, activations)
+    args = (In(1, 8, 13, 13, dtype=activations, low=info.min, high=info.max + 1),
+            np.array(0.05, F), zero, w, np.linspace(0.002, 0.01, 16).astype(F),
+            np.zeros(16, np.int8), np.array(0.8, F), np.array(7, activations),
+            rng.integers(-2000, 2000, 16).astype(np.int32))
+    model, feeds = node_model("QLinearConv", [node(*args, pads=[1, 1, 1, 1],
+                                                   strides=[2, 1])], opset=10)
+    got = _built(model).run(**feeds)[0]
+    np.testing.assert_array_equal(got, _reference(model, feeds)[0])
+    import onnxruntime as ort
+    theirs = ort.InferenceSession(model.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert np.abs(got.astype(int) - theirs).max() <= 1  # ORT requantizes in float32
+    assert len(np.unique(got)) > 20
