@@ -177,13 +177,20 @@ def _offset(ctx, q, zero, columns: bool, what: str):
     return graph.subtract(q, _as(zero, "int32", ctx))
 
 
-def _integer_operands(ctx, a, b, a_zero, b_zero):
-    for name, v, z in (("a", a, a_zero), ("b", b, b_zero)):
+def _check_8_bit(ctx, **operands):
+    """Each operand (name=(value, zero point or None)) int8 or uint8, its zero point of
+    its type."""
+    for name, (v, z) in operands.items():
         if ctx.dtype(v) not in ("int8", "uint8"):
             raise ValueError(f"{name} of {ctx.dtype(v)} is not supported (int8, uint8)")
         if z is not None and ctx.dtype(z) != ctx.dtype(v):
             raise ValueError(f"{name}_zero_point's type {ctx.dtype(z)} differs from "
                              f"{name}'s {ctx.dtype(v)}")
+
+
+def _integer_operands(ctx, a, b, a_zero, b_zero):
+    """a and b of an integer matmul less their zero points, in int32."""
+    _check_8_bit(ctx, a=(a, a_zero), b=(b, b_zero))
     return (_offset(ctx, a, a_zero, False, "a_zero_point"),
             _offset(ctx, b, b_zero, True, "b_zero_point"))
 
@@ -233,12 +240,7 @@ def _qlinear_matmul(ctx, args, attrs, node):
 def _conv_operands(ctx, x, w, x_zero, w_zero):
     """x and w of an integer convolution less their zero points, in int32: x's a scalar,
     w's a scalar or one per output channel."""
-    for name, v, z in (("x", x, x_zero), ("w", w, w_zero)):
-        if ctx.dtype(v) not in ("int8", "uint8"):
-            raise ValueError(f"{name} of {ctx.dtype(v)} is not supported (int8, uint8)")
-        if z is not None and ctx.dtype(z) != ctx.dtype(v):
-            raise ValueError(f"{name}_zero_point's type {ctx.dtype(z)} differs from "
-                             f"{name}'s {ctx.dtype(v)}")
+    _check_8_bit(ctx, x=(x, x_zero), w=(w, w_zero))
     x32 = _offset(ctx, x, x_zero, False, "x_zero_point")
     w32 = _as(w, "int32", ctx)
     if w_zero is not None:
