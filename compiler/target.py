@@ -10,7 +10,9 @@ this process's, the features where they are not the CPU's own (so a record made 
 `-mattr=-avx512f` never shares a target with a native one), and the cores.
 
 A target answers its vector unit (`vector_bits`, `vector_lanes`, `vector_registers`,
-`has_fma`), which kernels size their vectors and register tiles by. LLVM knows what
+`has_fma`), which kernels size their vectors and register tiles by, and its int8 dot
+product (`int8_dot`: VNNI's vpdpbusd, else AVX2's or AVX-512BW's vpmaddubsw, else none),
+which codegen emits `te.dot_u8s8` with. LLVM knows what
 every CPU has but llvmlite does not expose its tables, so the unit is found by asking
 LLVM to compile a 16-float addition and an FMA for the target and reading which
 registers and instructions the assembly uses: `llvm -mcpu=haswell` is AVX2 on any
@@ -109,6 +111,61 @@ def _vector_unit(mtriple: str, mcpu: str, features: str) -> VectorUnit:
     return VectorUnit(bits, registers, "vfmadd" in asm)
 
 
+_INT8_PROBE = """
+define void @probe(ptr %p, ptr %q, ptr %r) {
+  %a = load <8 x i16>, ptr %p
+  %pb = getelementptr <8 x i16>, ptr %p, i64 1
+  %b = load <8 x i16>, ptr %pb
+  %m = call <4 x i32> @llvm.x86.sse2.pmadd.wd(<8 x i16> %a, <8 x i16> %b)
+  %acc = load <4 x i32>, ptr %q
+  %s = add <4 x i32> %acc, %m
+  store <4 x i32> %s, ptr %q
+  %w = load <32 x i16>, ptr %r
+  %w2 = add <32 x i16> %w, %w
+  store <32 x i16> %w2, ptr %r
+  %d = load <8 x i32>, ptr %r
+  %d2 = add <8 x i32> %d, %d
+  store <8 x i32> %d2, ptr %r
+  ret void
+}
+declare <4 x i32> @llvm.x86.sse2.pmadd.wd(<8 x i16>, <8 x i16>)
+"""
+
+
+@functools.cache
+def _int8_dot(mtriple: str, mcpu: str, features: str) -> str:
+    """The int8 dot-product instructions of an x86 CPU with `features`: "avx512vnni"
+    (vpdpbusd on zmm, and on ymm / xmm through AVX512VL), "avxvnni" (vpdpbusd on ymm,
+    VEX-encoded: Alder Lake, Zen 5 without AVX-512), "avx512bw" (vpmaddubsw and vpmaddwd
+    on zmm), "avx2" (the same on ymm), or "" (none: codegen widens and multiplies).
+    Read, as the vector unit is, from the assembly LLVM writes for the target: a
+    multiply-add of 16-bit pairs added to an accumulator becomes vpdpwssd where VNNI is
+    (with a {vex} prefix for AVX-VNNI, asked with AVX512-VNNI turned off, and the other
+    way round), 32 16-bit additions take one zmm register with AVX-512BW, 8 32-bit ones
+    one ymm register with AVX2. Emitting an intrinsic the CPU lacks aborts LLVM, so
+    this is asked before any is emitted."""
+    if mtriple.split("-")[0] not in ("x86_64", "i386", "i686"):
+        return ""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+    def assembly(extra: str) -> str:
+        feats = ",".join(filter(None, (features, extra)))
+        tm = llvm.Target.from_triple(mtriple).create_target_machine(cpu=mcpu, features=feats)
+        mod = llvm.parse_assembly(_INT8_PROBE)
+        mod.triple = tm.triple
+        return tm.emit_assembly(mod)
+
+    evex = assembly("-avxvnni")
+    if "vpdpwssd" in evex and "{vex}" not in evex:
+        return "avx512vnni"
+    if "{vex}" in assembly("-avx512vnni"):
+        return "avxvnni"
+    if "%zmm" in evex:
+        return "avx512bw"
+    return "avx2" if "%ymm" in evex else ""
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity: taskset, a container's cpuset),
     which can be fewer than the machine has: a target's default -num-cores, and the
@@ -186,6 +243,12 @@ class Target:
     def has_fma(self) -> bool:
         """Whether the target fuses multiply-adds in one instruction."""
         return self.vector_unit.fma
+
+    @property
+    def int8_dot(self) -> str:
+        """The int8 dot-product instructions of this CPU: "avx512vnni", "avxvnni",
+        "avx512bw", "avx2" or "" (see _int8_dot)."""
+        return _int8_dot(self.mtriple, self.mcpu, self.features)
 
     def __str__(self):
         return _text(self.kind, self.mcpu, self.mtriple, self.features, self.num_cores)

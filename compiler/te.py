@@ -10,16 +10,17 @@ find them.
 from .ir.expr import Expr, ProducerLoad, Var, const
 from .ir.range import Range
 from .ir.reduce import CommReducer, Reduce
-from .lang.intrin import (abs, all, any, cast, ceil, cos, erf, exp, floor, floordiv, floormod,
-                          if_then_else, log, max, min, power, round, select, sigmoid, sin, sqrt,
-                          sum, tanh, truncdiv, truncmod)
+from .lang.intrin import (abs, all, any, cast, ceil, cos, dot_u8s8, erf, exp, floor, floordiv,
+                          floormod, if_then_else, log, max, min, power, round, select, sigmoid,
+                          sin, sqrt, sum, tanh, truncdiv, truncmod)
 from .lang.reduce import comm_reducer, max_value, min_value
 from .lang.tensor import (ComputeOp, IterVar, PlaceholderOp, Tensor, compute, placeholder,
                           reduce_axis, var)
 from .schedule.schedule import Schedule, create_schedule
 
 __all__ = [
-    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "cos", "erf", "exp", "floor",
+    "Expr", "Var", "const", "abs", "all", "any", "cast", "ceil", "cos", "dot_u8s8", "erf", "exp",
+    "floor",
     "floordiv", "floormod", "if_then_else", "log", "max", "min", "power", "round", "select",
     "sigmoid",
     "sin", "sqrt", "sum", "tanh", "truncdiv", "truncmod", "CommReducer", "Reduce",

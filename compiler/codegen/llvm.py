@@ -33,6 +33,7 @@ from ..runtime.cpu_features import required_features
 from .llvm_ops import (I32, I64, PTR, binary, cast, compare, declare, elem_bytes,
                        from_memory, lane_numbers, llvm_type, math_call, splat,
                        to_memory)
+from .int8_dot import dot_u8s8
 from .non_negative import NonNegative, positive_constant
 from .packed import add_module_meta, add_packed
 
@@ -418,10 +419,16 @@ class CodeGenLLVM:
                 # fix-up of a signed one (an index's fused loop variable, split again)
                 op = b.udiv if isinstance(e, E.FloorDiv) else b.urem
                 return op(self.expr(x), self.expr(y))
+            case E.Add(a=acc, b=E.Call(name="dot_u8s8", args=(x, y))) | \
+                    E.Add(a=E.Call(name="dot_u8s8", args=(x, y)), b=acc):
+                return dot_u8s8(b, self.target.int8_dot, self.expr(acc), self.expr(x),
+                                self.expr(y))
             case E.BinaryOp(a=x, b=y):
                 return binary(b, type(e), self.expr(x), self.expr(y), e.dtype, self.fname)
             case E.Select(condition=c, true_value=t, false_value=f, lazy=lazy):
                 return self._select(c, t, f, lazy)
+            case E.Call(name="dot_u8s8", args=(x, y)):
+                return dot_u8s8(b, self.target.int8_dot, None, self.expr(x), self.expr(y))
             case E.Call(name=name, args=args, dtype=dt):
                 return math_call(b, name, [self.expr(a) for a in args], dt, self.fname)
             case E.Let(var=v, value=val, body=body):

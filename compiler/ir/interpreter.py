@@ -38,13 +38,20 @@ def _round(x):
     return float(round(x)) if math.isfinite(x) else x
 
 
+def _dot_u8s8(x, y):
+    """te.dot_u8s8 of two int32 words: x's unsigned bytes times y's signed ones."""
+    xs = int(x).to_bytes(4, "little", signed=True)
+    ys = int(y).to_bytes(4, "little", signed=True)
+    return sum(a * (b - 256 if b > 127 else b) for a, b in zip(xs, ys))
+
+
 def _exp(x):
     return math.exp(x) if x < 700 else math.inf
 
 
 _FUNCS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
           "sigmoid": "_sigmoid", "erf": "math.erf", "floor": "math.floor", "ceil": "math.ceil",
-          "round": "_round",
+          "round": "_round", "dot_u8s8": "_dot_u8s8",
           "abs": "abs", "pow": "math.pow", "sin": "math.sin", "cos": "math.cos"}
 
 
@@ -146,7 +153,7 @@ def run(func: S.PrimFunc, *arrays: np.ndarray) -> None:
     em.stmt(func.body, "    ")
     src = f"def _f({', '.join(params + size_names)}):\n" + "\n".join(em.lines) + "\n"
     scope = {"np": np, "math": math, "_cast": _cast, "_truncdiv": _truncdiv,
-             "_sigmoid": _sigmoid, "_exp": _exp}
+             "_sigmoid": _sigmoid, "_exp": _exp, "_dot_u8s8": _dot_u8s8}
     exec(compile(src, f"<{func.name}>", "exec"), scope)
     flat = [a.reshape(-1) for a in arrays]
     for a, f in zip(arrays, flat):

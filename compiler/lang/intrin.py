@@ -79,6 +79,21 @@ def abs(x) -> Expr:  # noqa: A001 - the TVM name
     return Call("abs", (x,), x.dtype)
 
 
+def dot_u8s8(x, y) -> Expr:
+    """The four unsigned bytes of the int32 word `x` times the four signed bytes of the
+    int32 word `y`, byte k by byte k (little-endian: byte 0 is the lowest), summed in
+    int32: exact, as every product and their sum fit. One lane of VNNI's vpdpbusd; an
+    int8 kernel keeps four channels of its data and of its weights in one word, so that
+    a vector of words along the output channels is one instruction (codegen picks the
+    target's: compiler/codegen/int8_dot.py)."""
+    x, y = convert(x), convert(y)
+    for name, v in (("x", x), ("y", y)):
+        if v.dtype != "int32":
+            raise TypeError(f"dot_u8s8: {name} must be an int32 word of four bytes, "
+                            f"not {v.dtype}")
+    return Call("dot_u8s8", (x, y), "int32")
+
+
 def power(x, y) -> Expr:
     """x ** y; integers compute in float64 (exact up to 2**53) and are cast back to their
     type."""
