@@ -1,8 +1,9 @@
 """The graph level's elementwise and broadcast ops (Relay's `relay.add`, `relay.exp`,
 `relay.less`, `relay.where`, `relay.cast`, ...): each registered once with its type
-relation, pattern, compute, numpy reference and layout rule (the float ones follow a
-packed operand's layout; comparisons, logic, where and cast compute in NCHW), and its
-constructor. Integer operands divide with truncation (ONNX's and C's rule)."""
+relation, pattern, compute, numpy reference and layout rule (every one follows a
+packed operand's layout, so that a quantized convolution's requantize epilogue of
+casts, comparisons and where stays in its kernel's layout), and its constructor.
+Integer operands divide with truncation (ONNX's and C's rule)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ from ....ops.shape import broadcast_index, broadcast_shape
 from ..ty import TensorType
 from ..expr import Call, Expr
 from .layout_rules import follow
-from .registry import GraphTypeError, call, needs_nchw, register_op, tensor_samples
+from .registry import GraphTypeError, call, register_op, tensor_samples
 from .relations import broadcast_rel, identity_rel, tensor_args
 
 
@@ -110,7 +111,7 @@ def _compare_rel(name):
 def _compare(name, f, reference):
     register_op(name, _compare_rel(name), OpPattern.BROADCAST, num_inputs=2,
                 compute=lambda ins, at, ty: _broadcast(name, f)(*ins),
-                reference=lambda a, at: reference(a[0], a[1]), layout=needs_nchw)
+                reference=lambda a, at: reference(a[0], a[1]), layout=follow)
 
 
 def _logical_rel(name, n):
@@ -137,11 +138,11 @@ for _name, _f, _ref in (("logical_and", lambda x, y: x & y, np.logical_and),
                         ("logical_or", lambda x, y: x | y, np.logical_or)):
     register_op(_name, _logical_rel(_name, 2), OpPattern.BROADCAST, num_inputs=2,
                 compute=(lambda n, f: lambda ins, at, ty: _broadcast(n, f)(*ins))(_name, _f),
-                reference=(lambda r: lambda a, at: r(a[0], a[1]))(_ref), layout=needs_nchw,
+                reference=(lambda r: lambda a, at: r(a[0], a[1]))(_ref), layout=follow,
                 samples=_bool_samples(2))
 register_op("logical_not", _logical_rel("logical_not", 1), OpPattern.ELEMWISE, num_inputs=1,
             compute=_map("logical_not", lambda v: ~v),
-            reference=lambda a, at: np.logical_not(a[0]), layout=needs_nchw,
+            reference=lambda a, at: np.logical_not(a[0]), layout=follow,
             samples=_bool_samples(1))
 
 
@@ -173,7 +174,7 @@ def _where_samples():
 
 
 register_op("where", _where_rel, OpPattern.BROADCAST, num_inputs=3, compute=_where_compute,
-            reference=lambda a, at: np.where(a[0], a[1], a[2]), layout=needs_nchw,
+            reference=lambda a, at: np.where(a[0], a[1], a[2]), layout=follow,
             samples=_where_samples)
 
 
@@ -192,7 +193,7 @@ def _cast_samples():
 register_op("cast", _cast_rel, OpPattern.ELEMWISE, {"dtype": "float32"}, 1,
             compute=lambda ins, at, ty: te.compute(ty.shape, lambda *i: ins[0][i].astype(
                 at["dtype"]), name="cast"),
-            reference=lambda a, at: a[0].astype(at["dtype"]), layout=needs_nchw,
+            reference=lambda a, at: a[0].astype(at["dtype"]), layout=follow,
             samples=_cast_samples)
 
 
