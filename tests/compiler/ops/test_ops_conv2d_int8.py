@@ -1,4 +1,4 @@
-"""conv2d_nchwc_int8 (uint8 data words by int8 kernel words, int32 sums) exact against
+"""conv2d_nchwc_int8 (packed uint8 data by int8 kernel words, int32 sums) exact against
 numpy's integer convolution, the padding standing for the data's zero point: odd
 channel counts packed into words and blocks, non-divisible output sizes, strides,
 dilations and 1x1 / 7x7 windows, on the host and on haswell's and skylake-avx512's code
@@ -23,12 +23,12 @@ def runs_here(target: str) -> bool:
 
 
 def pack_data(x: np.ndarray, block: int, zero_point: int) -> np.ndarray:
-    """uint8 NCHW as (N, C/block, H, W, block/4) words, channels past C the zero point."""
+    """uint8 NCHW as NCHW[block]c, channels past C the zero point."""
     n, c, h, w = x.shape
     cp = -(-c // block) * block
     xp = np.full((n, cp, h, w), zero_point, np.uint8)
     xp[:, :c] = x
-    return xp.reshape(n, cp // block, block, h, w).transpose(0, 1, 3, 4, 2).copy().view(np.int32)
+    return xp.reshape(n, cp // block, block, h, w).transpose(0, 1, 3, 4, 2).copy()
 
 
 def pack_kernel(w: np.ndarray, in_block: int, out_block: int) -> np.ndarray:
@@ -60,10 +60,10 @@ def reference(x, w, stride, pad, dilation, zero_point):
     return out
 
 
-def convolution(data_shape, kernel_shape, stride, pad, dilation, pad_word, target):
-    d = te.placeholder(data_shape, name="data", dtype="int32")
+def convolution(data_shape, kernel_shape, stride, pad, dilation, zero_point, target):
+    d = te.placeholder(data_shape, name="data", dtype="uint8")
     k = te.placeholder(kernel_shape, name="kernel", dtype="int32")
-    out = conv2d_nchwc_int8(d, k, stride, pad, dilation, pad_word)
+    out = conv2d_nchwc_int8(d, k, stride, pad, dilation, zero_point)
     s = schedule_conv2d_nchwc_int8(out, out, target)
     return build(s, [d, k, out], target=target), [int(v) for v in out.shape]
 
@@ -90,8 +90,7 @@ def test_exact_against_numpy(target, case):
     wt = rng.integers(-128, 128, (o, c, k, k)).astype(np.int8)
     x.flat[:3], wt.flat[:3] = 255, -128
     data, kernel = pack_data(x, in_block, zero_point), pack_kernel(wt, in_block, out_block)
-    pad_word = int(np.full(4, zero_point, np.uint8).view(np.int32)[0])
-    f, shape = convolution(data.shape, kernel.shape, stride, pad, dilation, pad_word, target)
+    f, shape = convolution(data.shape, kernel.shape, stride, pad, dilation, zero_point, target)
     out = np.zeros(shape, np.int32)
     f(data, kernel, out)
     got = out.transpose(0, 1, 4, 2, 3).reshape(n, -1, *shape[2:4])[:, :o]
@@ -119,16 +118,21 @@ def innermost_loop(asm: str) -> str:
 ])
 def test_int8_instruction_in_the_innermost_loop(target, instruction, absent):
     """One 3x3 layer's kernel (unpadded: no padding stage has loops of its own): the
-    reduction's innermost loop multiplies with the target's int8 dot product."""
+    reduction's innermost loop multiplies with the target's int8 dot product, and reads
+    each data word in one load."""
     lanes = Target(target).vector_lanes
-    f, _ = convolution((1, 4, 16, 16, 4), (4, 4, 3, 3, 4, lanes), 1, 0, 1, 0, target)
+    f, _ = convolution((1, 4, 16, 16, 16), (4, 4, 3, 3, 4, lanes), 1, 0, 1, 0, target)
     loop = innermost_loop(f.get_source("asm"))
     assert instruction in loop
     assert absent not in loop
+    assert "movzb" not in loop  # a data word's four bytes are one load
 
 
-def test_operands_must_be_words():
-    d = te.placeholder((1, 1, 4, 4, 4), name="data", dtype="uint8")
-    k = te.placeholder((1, 1, 3, 3, 4, 16), name="kernel", dtype="int32")
-    with pytest.raises(OpError, match="conv2d_nchwc_int8: data must be int32 words"):
+def test_operands_are_checked_by_name():
+    d = te.placeholder((1, 1, 4, 4, 4), name="data", dtype="int8")
+    k = te.placeholder((1, 1, 3, 3, 1, 16), name="kernel", dtype="int32")
+    with pytest.raises(OpError, match="conv2d_nchwc_int8: data must be uint8, not int8"):
+        conv2d_nchwc_int8(d, k)
+    d = te.placeholder((1, 1, 4, 4, 8), name="data", dtype="uint8")
+    with pytest.raises(OpError, match="takes 1 blocks of 4 input channels but data"):
         conv2d_nchwc_int8(d, k)
