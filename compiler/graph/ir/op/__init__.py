@@ -16,18 +16,20 @@ samples) and its constructor. Importing the package registers every op.
                    (and the `graph.nn` namespace)
     norm.py        nn.layer_norm
     conv2d.py      nn.conv2d and its alteration into NCHW[x]c
+    qnn.py         qnn.conv2d, a quantized convolution's int8 core, and its packed form
     pool.py        the pools
     image.py       image.resize2d, nn.dilate (up-sampling H and W)
     annotation.py  BYOC's region marks
     relations.py   type relations several ops share
 """
-from . import (annotation, conv2d, image, indexing, layout, nn, norm, pool, reduce, tensor,
-               transform)
+from . import (annotation, conv2d, image, indexing, layout, nn, norm, pool, qnn, reduce,
+               tensor, transform)
 from .registry import (PARTS, GraphTypeError, Op, call, default_schedule, get_op, get_op_attr,
                        missing_parts, needs_nchw, register_op, register_op_attr,
                        registered_ops, reset_op_attr, tensor_samples)
 
-__all__ = ["annotation", "conv2d", "image", "indexing", "layout", "nn", "norm", "pool", "reduce",
+__all__ = ["annotation", "conv2d", "image", "indexing", "layout", "nn", "norm", "pool", "qnn",
+           "reduce",
            "tensor", "transform",
            "PARTS", "GraphTypeError", "Op", "call", "default_schedule", "get_op",
            "get_op_attr", "missing_parts", "needs_nchw", "register_op", "register_op_attr",

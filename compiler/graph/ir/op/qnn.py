@@ -1,0 +1,222 @@
+"""qnn.conv2d, the integer core of a quantized convolution (Relay's qnn.conv2d): uint8
+data less its zero point convolved with int8 weights, summed exactly in int32,
+
+    qnn.conv2d(x, w)[n, o, y, x] = sum over c, ky, kx of (x[...] - input_zero_point) * w[...]
+
+with the requantize epilogue (bias, scales, output zero point, saturation) as the
+elementwise ops after it, which FuseOps puts in its kernel. The ONNX importer makes it
+of QLinearConv, and of a QDQ Conv after fusing its DequantizeLinear / QuantizeLinear
+nodes into one (frontend/qdq_fusion.py); signed 8-bit data arrives shifted by 128 to
+uint8 (and its zero point with it), as the CPUs' int8 dot product multiplies unsigned
+bytes by signed ones.
+
+Layouts: NCHW data with OIHW int8 weights (groups 1) computes as an int32 convolution
+(compiler.ops.conv2d_nchw of the operands widened), any channel count; its layout rule
+packs a convolution with constant weights whose channels divide into blocks of a
+multiple of 4 (the target's channel blocks: its float32 lanes, 16 on AVX-512, 8 on
+AVX2) into NCHW[x]c uint8 data, weights as int32 words of four input channels,
+(O/y, C/x, KH, KW, x/4, y) (kernel_layout "OIHW[x]i[y]o4i"), and a third operand, the
+zero point's term zero_point * sum(w) per output channel, (O/y, y): the packed
+compute is compiler.ops.conv2d_nchwc_int8 (vpdpbusd where the CPU has VNNI) less it.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .... import te
+from ....ops.conv2d import conv2d_nchw
+from ....ops.conv2d_nchwc_int8 import conv2d_nchwc_int8, schedule_conv2d_nchwc_int8
+from ....ops.conv2d_schedule import schedule_conv2d_nchw
+from ....ops.pattern import OpPattern
+from ....ops.tail import find_anchor
+from ..expr import Call, Constant, Expr
+from ..ty import TensorType
+from .layout import (block_of, channel_blocks, is_packed, packed, smallest_block,
+                     transform_array)
+from .registry import GraphTypeError, call, register_op
+from .relations import padding4, pair, tensor_args, window
+
+NAME = "qnn.conv2d"
+
+
+def _out_hw(h, w, kh, kw, attrs):
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
+    top, left, bottom, right = attrs["padding"]
+    return (window(NAME, h, kh, sh, top, bottom, dh), window(NAME, w, kw, sw, left, right, dw))
+
+
+def _check_attrs(attrs):
+    if attrs["groups"] != 1:
+        raise GraphTypeError(f"{NAME}: groups={attrs['groups']} is not supported (1)")
+    if not 0 <= attrs["input_zero_point"] < 256:
+        raise GraphTypeError(f"{NAME}: input_zero_point {attrs['input_zero_point']} is not "
+                             f"a uint8 value")
+
+
+def _rel(types, attrs):
+    _check_attrs(attrs)
+    if attrs["data_layout"] == "NCHW":
+        data, weight = tensor_args(NAME, types, 2)
+        if (data.dtype, weight.dtype) != ("uint8", "int8") or data.ndim != 4 or \
+                weight.ndim != 4 or data.shape[1] != weight.shape[1]:
+            raise GraphTypeError(f"{NAME}: takes uint8 NCHW data and int8 OIHW weights of its "
+                                 f"channels, not {data} and {weight}")
+        n, _, h, w = data.shape
+        o, _, kh, kw = weight.shape
+        return TensorType((n, o, *_out_hw(h, w, kh, kw, attrs)), "int32")
+    data, weight, term = tensor_args(NAME, types, 3)
+    x = block_of(attrs["data_layout"])
+    if data.dtype != "uint8" or data.ndim != 5 or data.shape[4] != x or x % 4 or \
+            weight.dtype != "int32" or weight.ndim != 6 or \
+            weight.shape[1] != data.shape[1] or 4 * weight.shape[4] != x or \
+            term.dtype != "int32" or term.shape != (weight.shape[0], weight.shape[5]):
+        raise GraphTypeError(f"{NAME}: packed data {data} ({attrs['data_layout']}), weight "
+                             f"words {weight} and zero-point term {term} do not fit")
+    n, _, h, w, _ = data.shape
+    ob, _, kh, kw, _, y = weight.shape
+    return TensorType((n, ob, *_out_hw(h, w, kh, kw, attrs), y), "int32")
+
+
+def _compute(ins, at, ty):
+    common = dict(stride=at["strides"], padding=at["padding"], dilation=at["dilation"])
+    zero = at["input_zero_point"]
+    if at["data_layout"] == "NCHW":
+        data, weight = ins
+        x = te.compute(data.shape, lambda *i: te.cast(data[i], "int32") - zero,
+                       name="qnn_data")
+        w = te.compute(weight.shape, lambda *i: te.cast(weight[i], "int32"), name="qnn_weight")
+        return conv2d_nchw(x, w, **common)
+    data, words, term = ins
+    conv = conv2d_nchwc_int8(data, words, zero_point=zero, **common)
+    return te.compute(conv.shape, lambda b, o, y, x, c: conv[b, o, y, x, c] - term[o, c],
+                      name="qnn_conv2d")
+
+
+def _int_conv(x: np.ndarray, w: np.ndarray, attrs, pad_value: int) -> np.ndarray:
+    """The int64 convolution of NCHW `x` padded with `pad_value` by OIHW `w`."""
+    (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
+    top, left, bottom, right = attrs["padding"]
+    x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (top, bottom), (left, right)),
+               constant_values=pad_value)
+    o, _, kh, kw = w.shape
+    oh, ow = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1, (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((x.shape[0], o, oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            win = x[:, :, ky * dh:ky * dh + sh * (oh - 1) + 1:sh,
+                    kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", win, w[:, :, ky, kx].astype(np.int64))
+    return out
+
+
+def _reference(args, attrs):
+    zero = attrs["input_zero_point"]
+    if attrs["data_layout"] == "NCHW":
+        data, weight = args
+        return _int_conv(data.astype(np.int64) - zero, weight, attrs, 0).astype(np.int32)
+    data, words, term = args
+    nchw = transform_array(data, attrs["data_layout"], "NCHW")
+    raw = _int_conv(nchw, unpack_words(words), attrs, zero)
+    out = (raw - term.reshape(1, -1, 1, 1)).astype(np.int32)
+    return transform_array(out, "NCHW", attrs.get("out_layout") or attrs["data_layout"])
+
+
+def pack_words(weight: np.ndarray, block: int, out_block: int) -> np.ndarray:
+    """int8 OIHW weights as (O/y, C/x, KH, KW, x/4, y) int32 words of four input channels
+    each (byte k, the lowest first, channel 4j + k of the block)."""
+    o, c, kh, kw = weight.shape
+    k = weight.astype(np.int8).reshape(o // out_block, out_block, c // block, block // 4, 4,
+                                       kh, kw)
+    k = np.ascontiguousarray(k.transpose(0, 2, 5, 6, 3, 1, 4))
+    return k.view(np.int32).reshape(k.shape[:-1])
+
+
+def unpack_words(words: np.ndarray) -> np.ndarray:
+    """pack_words' int8 OIHW weights again."""
+    ob, cb, kh, kw, xw, y = words.shape
+    k = np.ascontiguousarray(words).view(np.int8).reshape(ob, cb, kh, kw, xw, y, 4)
+    return k.transpose(0, 5, 1, 4, 6, 2, 3).reshape(ob * y, cb * xw * 4, kh, kw)
+
+
+def _alter(attrs, inputs, tinfos, out_type, blocks):
+    """The packed form in `blocks` (x, y): the weights as words, the zero point's term."""
+    x, y = blocks
+    weight = inputs[1].data
+    term = attrs["input_zero_point"] * weight.astype(np.int64).sum(axis=(1, 2, 3))
+    return qnn_conv2d(inputs[0], Constant(pack_words(weight, x, y)),
+                      Constant(term.astype(np.int32).reshape(-1, y)), attrs["strides"],
+                      attrs["padding"], attrs["dilation"], attrs["input_zero_point"], packed(x),
+                      f"OIHW{x}i{y}o4i", packed(y) if y != x else "")
+
+
+def _layout(ctx, call: Call) -> Expr | None:
+    """Packed where the weights are constant and the channels divide into blocks of a
+    multiple of 4: the input block that of its data's layout where it fits, else the
+    target's default, else (fewer channels than a vector: an image's, padded to 4 on
+    import) one block of all; the output block the target's default. Else NCHW."""
+    if call.attrs["data_layout"] != "NCHW" or not isinstance(call.args[1], Constant):
+        return None
+    data, weight = (a.ty for a in ctx.original().args)
+    channels, out_channels = data.shape[1], weight.shape[0]
+    ins = [b for b in channel_blocks(channels) if b % 4 == 0]
+    if not ins and channels % 4 == 0 and channels < smallest_block() * 2:
+        ins = [channels]  # an image's few channels (padded to 4): one block of all
+    have = ctx.layout_of(call.args[0])
+    if is_packed(have) and channels % block_of(have) == 0 and block_of(have) % 4 == 0:
+        ins = [block_of(have)]
+    outs = channel_blocks(out_channels)
+    if not ins or not outs:
+        return None
+    return ctx.alter(call, functools.partial(_alter, blocks=(ins[0], outs[0])))
+
+
+def _schedule(out, anchor, call: Call):
+    """The packed int8 convolution's schedule, else the NCHW one with the widened
+    operands inlined."""
+    if call.attrs["data_layout"] != "NCHW":
+        return schedule_conv2d_nchwc_int8(out, find_anchor(out, "conv2d_nchwc_int8"))
+    conv = find_anchor(out, "conv2d_nchw")
+    s = schedule_conv2d_nchw(out, conv)
+    for t in s.stages:
+        if t.op.name in ("qnn_data", "qnn_weight"):
+            t.compute_inline()
+    return s
+
+
+def _samples():
+    base = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
+            "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "",
+            "input_zero_point": 3}
+
+    def t(dtype, *shape):
+        return TensorType(shape, dtype)
+    return [([t("uint8", 1, 3, 13, 7), t("int8", 5, 3, 3, 3)],
+             {**base, "padding": (1, 1, 1, 1), "strides": (2, 2)}),
+            ([t("uint8", 2, 16, 7, 13), t("int8", 8, 16, 3, 1)],
+             {**base, "dilation": (2, 1), "input_zero_point": 200}),
+            ([t("uint8", 1, 2, 7, 13, 8), t("int32", 1, 2, 3, 3, 2, 16), t("int32", 1, 16)],
+             {**base, "data_layout": "NCHW8c", "kernel_layout": "OIHW8i16o4i",
+              "out_layout": "NCHW16c", "padding": (1, 0, 1, 2)})]
+
+
+register_op(NAME, _rel, OpPattern.OUT_ELEMWISE_FUSABLE,
+            {"strides": (1, 1), "padding": None, "dilation": (1, 1), "groups": 1,
+             "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "",
+             "input_zero_point": 0}, None,
+            compute=_compute, reference=_reference, layout=_layout, schedule=_schedule,
+            samples=_samples)
+
+
+def qnn_conv2d(data: Expr, weight: Expr, term: Expr | None = None, strides=(1, 1),
+               padding=(0, 0), dilation=(1, 1), input_zero_point: int = 0,
+               data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+               out_layout: str = "") -> Call:
+    """qnn.conv2d of uint8 `data` and int8 `weight` (packed: int32 words, with the zero
+    point's `term`); out_layout "" is data_layout's."""
+    args = [data, weight] if term is None else [data, weight, term]
+    return call(NAME, args, strides=pair(strides, "strides"), padding=padding4(padding),
+                dilation=pair(dilation, "dilation"), groups=1,
+                input_zero_point=int(input_zero_point), data_layout=data_layout,
+                kernel_layout=kernel_layout, out_layout=out_layout)
