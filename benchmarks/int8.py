@@ -10,9 +10,10 @@ rounds that alternate them, a block of calls each with a pause before it, as mod
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/int8.py \\
         [--models resnet50,mobilenet_v2] [--activations s8,u8] [--rounds 5]
 
-Our build of a quantized file has no int8 kernel yet: it runs each quantized operator in
-float32 between its QuantizeLinear and DequantizeLinear (compiler/frontend/onnx_ops/
-quantize.py). The models are compile_time.py's exports
+Our build fuses each QDQ Conv group into a QLinearConv (compiler/frontend/qdq_fusion.py),
+which runs on int8 kernels (qnn.conv2d: vpdpbusd where the CPU has VNNI); the other
+quantized operators (Add, pools, Gemm, depthwise and grouped convolutions) still run in
+float32 between their DequantizeLinear and QuantizeLinear, or on int32 kernels. The models are compile_time.py's exports
 (~/.cache/autosched/benchmark-models); the quantized files are kept beside them.
 """
 from __future__ import annotations

@@ -8,7 +8,8 @@ their arrays, and `bind_params` turns the parameters into constants (as Relay's
 bind_params_by_name), so that FoldConstant and the build see the weights. Integer and
 bool initializers (shapes, indices, axes) are constants from the start.
 
-Each node goes through its op type's converter (onnx_ops/: one module per family), and
+Each node goes through its op type's converter (onnx_ops/: one module per family), after
+the QDQ groups around a Conv are fused into QLinearConv (qdq_fusion.py), and
 every call the converter builds on constants alone is folded to the constant it computes
 right away (Context.fold), so that with static input shapes the shape subgraphs
 exporters emit (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) arrive at Reshape as
@@ -30,6 +31,7 @@ from ..graph.ir.expr import Constant, Function, Var
 from ..ir.dtype import is_float
 from .onnx_ops import CONVERTERS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
+from .qdq_fusion import fuse_qdq
 
 OPSETS = range(1, 29)
 """The default-domain opsets whose semantics these converters follow: all of onnx 1.23's.
@@ -89,7 +91,7 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         values[name] = var = Var(name, graph.TensorType(array.shape, str(array.dtype)))
         weights.append(var)
     context = Context(params, opset, where)
-    for node in g.node:
+    for node in fuse_qdq(g.node, arrays, {o.name for o in g.output}):
         _convert_node(context, node, values)
     results = [_use(values, o.name, f"{where}: graph output {o.name!r}") for o in g.output]
     for o, result in zip(g.output, results):

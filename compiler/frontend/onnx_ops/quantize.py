@@ -3,8 +3,11 @@ tensor and per axis, to and from the integer types the build compiles (int8, uin
 int16, uint16; DequantizeLinear also int32), and DynamicQuantizeLinear (uint8 by the
 input's range), as elementwise arithmetic; MatMulInteger, QLinearMatMul, ConvInteger and
 QLinearConv as an int32 matmul or convolution of the operands less their zero points
-(requantized after, for the QLinear ones). No int8 kernel yet: the int32 products run
-on the build's generic integer schedules.
+(requantized after, for the QLinear ones). A 2-D convolution of 8-bit data by constant
+int8 weights whose zero point is 0 (what ONNX Runtime's quantizer writes) is a
+qnn.conv2d (graph/ir/op/qnn.py: int8 kernels, vpdpbusd where the CPU has VNNI), its
+int8 data shifted by 128 to uint8, and its zero point with it; the rest run on the
+build's generic integer schedules.
 
     QuantizeLinear    y = saturate(round(x / y_scale) + y_zero_point)
     DequantizeLinear  y = (x - x_zero_point) * x_scale
@@ -30,8 +33,9 @@ import numpy as np
 from ... import graph
 from ...graph.ir.expr import Constant
 from ...graph.ir.op import reduce, tensor
+from ...graph.ir.op.qnn import qnn_conv2d
 from ...graph.ir.op.transform import reshape
-from .common import DTYPES, axis, dtype_name
+from .common import DTYPES, axis, dtype_name, pads
 from .nn import matmul
 from .vision import CONVERTERS as _VISION
 
@@ -264,6 +268,46 @@ def _per_channel(ctx, param, w, what: str, output: bool):
     return reshape(param, (channels, *[1] * ones))
 
 
+def _int8_conv(ctx, x, x_zero, w, w_zero, attrs):
+    """The int32 convolution of x and w less their zero points as a qnn.conv2d, where it
+    is one: 2-D, one group, constant int8 weights of zero point 0 (or none), a constant
+    x zero point; int8 x shifted by 128 to uint8 (x - x_zero_point is unchanged), the
+    channels padded to a multiple of 4 (the int8 kernels' words) with terms of 0. None
+    otherwise. Reads every attribute of Conv (kernel_shape checked by the caller's Conv
+    converter, which runs first)."""
+    _check_8_bit(ctx, x=(x, x_zero), w=(w, w_zero))
+    known_zero = x_zero is None or ctx.known(x_zero)
+    if len(ctx.shape(x)) != 4 or attrs.get("group", 1) != 1 or ctx.dtype(w) != "int8" or \
+            not ctx.known(w) or not known_zero or w_zero is not None and \
+            (not ctx.known(w_zero) or np.any(ctx.value(w_zero, "w_zero_point"))):
+        return None
+    zero = 0 if x_zero is None else ctx.value(x_zero, "x_zero_point").reshape(-1)
+    if np.size(zero) != 1:
+        return None
+    zero = int(np.asarray(zero).reshape(-1)[0]) if np.size(zero) else 0
+    if ctx.dtype(x) == "int8":
+        x = tensor.cast(graph.add(tensor.cast(x, "int16"), _scalar(128, "int16")), "uint8")
+        zero += 128
+    strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
+    padding = pads(attrs, ctx.shape(x)[2:], ctx.shape(w)[2:], strides, dilation)
+    weight = np.asarray(ctx.value(w, "w"))
+    extra = -weight.shape[1] % 4
+    if extra:  # channels to a multiple of 4 (an image's 3): x's the zero point, w's 0
+        x = graph.nn.pad(x, ((0, 0), (0, extra), (0, 0), (0, 0)), pad_value=zero)
+        weight = np.pad(weight, ((0, 0), (0, extra), (0, 0), (0, 0)))
+    return qnn_conv2d(x, Constant(weight), strides=strides, padding=padding,
+                      dilation=dilation, input_zero_point=zero)
+
+
+def _integer_conv(ctx, x, w, x_zero, w_zero, attrs, node):
+    """ConvInteger's int32 result, and whether it is a qnn.conv2d: where one applies
+    (_int8_conv), else the Conv converter on the operands less their zero points
+    (every attribute of Conv)."""
+    generic = _VISION["Conv"](ctx, list(_conv_operands(ctx, x, w, x_zero, w_zero)), attrs, node)
+    fast = _int8_conv(ctx, x, x_zero, w, w_zero, attrs)
+    return (generic, False) if fast is None else (fast, True)
+
+
 def _conv_integer(ctx, args, attrs, node):
     """ConvInteger: the convolution (every attribute of Conv) of x and w less their zero
     points, accumulated exactly in int32; the padding is zero after the subtraction, as
@@ -271,13 +315,17 @@ def _conv_integer(ctx, args, attrs, node):
     x, w = args[0], args[1]
     x_zero = args[2] if len(args) > 2 else None
     w_zero = args[3] if len(args) > 3 else None
-    return _VISION["Conv"](ctx, list(_conv_operands(ctx, x, w, x_zero, w_zero)), attrs, node)
+    return _integer_conv(ctx, x, w, x_zero, w_zero, attrs, node)[0]
 
 
 def _qlinear_conv(ctx, args, attrs, node):
     """QLinearConv: ConvInteger's int32 result plus the int32 bias, times x_scale *
     w_scale / y_scale (w's per output channel too; in the scales' type, as ONNX's
-    reference rounds it) in float64, plus y_zero_point, rounded and saturated."""
+    reference rounds it) in float64, plus y_zero_point, rounded and saturated. On
+    qnn.conv2d (the int8 kernels) the requantization is ONNX Runtime's (MLAS's): the
+    int32 sum as float32 times that factor in float32, rounded (halves to even), plus
+    y_zero_point, saturated: float32 keeps the epilogue's vectors 16 wide where float64
+    halves them, and the models' files are held to ONNX Runtime's outputs."""
     x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero = args[:8]
     bias = args[8] if len(args) > 8 else None
     out = ctx.dtype(y_zero) if y_zero is not None else ctx.dtype(x)
@@ -289,8 +337,9 @@ def _qlinear_conv(ctx, args, attrs, node):
         if v is not None and int(np.prod(ctx.shape(v))) != 1:
             raise ValueError(f"{name} of shape {list(ctx.shape(v))} is not supported "
                              "(a scalar)")
-    acc = _VISION["Conv"](ctx, [*_conv_operands(ctx, x, w, x_zero, w_zero), bias], attrs,
-                          node)
+    acc, fast = _integer_conv(ctx, x, w, x_zero, w_zero, attrs, node)
+    if bias is not None:
+        acc = graph.nn.bias_add(acc, bias)
     scales = [reshape(s, ()) if ctx.shape(s) else s for s in (x_scale, y_scale)]
     kind = ctx.dtype(x_scale)
     if any(ctx.dtype(s) != kind for s in (x_scale, w_scale, y_scale)) or \
@@ -298,10 +347,15 @@ def _qlinear_conv(ctx, args, attrs, node):
         raise ValueError("the scales must be all float32 or all float16")
     w_scale = _per_channel(ctx, w_scale, w, "w_scale", True)
     factor = graph.divide(graph.multiply(scales[0], w_scale), scales[1])
+    zero = None if y_zero is None else reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero
+    if fast:
+        d = tensor.round(graph.multiply(_as(acc, "float32", ctx), _as(factor, "float32", ctx)))
+        if zero is not None:
+            d = graph.add(d, _as(zero, "float32", ctx))
+        return _saturated(d, out)
     d = graph.multiply(_as(acc, "float64", ctx), _as(factor, "float64", ctx))
-    if y_zero is not None:
-        d = graph.add(d, _as(reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero,
-                             "float64", ctx))
+    if zero is not None:
+        d = graph.add(d, _as(zero, "float64", ctx))
     return _saturated(tensor.round(d), out, "float64")
 
 

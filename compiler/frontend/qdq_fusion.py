@@ -1,0 +1,132 @@
+"""QDQ groups fused into quantized operators before import, as ONNX Runtime's QDQ
+transformer does: a Conv whose data and weights come from DequantizeLinear nodes and
+whose only reader is a QuantizeLinear becomes one QLinearConv of the quantized values,
+
+    DequantizeLinear(x_q) ─┐
+    DequantizeLinear(w_q) ─┼─ Conv ── QuantizeLinear ──> y_q
+    DequantizeLinear(b_q) ─┘
+        becomes  QLinearConv(x_q, ..., w_q, ..., b_q) ──> y_q
+
+so that it imports as a qnn.conv2d with its requantize epilogue (onnx_ops/quantize.py)
+and runs on int8 kernels. The two compute the same value but round differently: the
+float Conv of dequantized values rounds every product and sum to float32, QLinearConv
+sums exactly in int32 and rounds once, when it requantizes (which is what ONNX Runtime
+computes for such a file). A group fuses only when it means exactly QLinearConv:
+scales, zero points, weights and bias are initializers; the data's scale and zero
+point and the output's are scalars; the weights' are scalars or one per output channel
+(axis 0); the bias is int32 with zero point 0 and the scale x_scale * w_scale; the Conv's
+result is read by the QuantizeLinear alone and is no graph output. A DequantizeLinear
+left with no reader is dropped. Every other node is imported as it is: what does not
+fuse runs in float32 between its DequantizeLinear and QuantizeLinear nodes.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+_DEFAULT = ("", "ai.onnx")
+
+
+def fuse_qdq(nodes, arrays: dict, outputs: set) -> list:
+    """The nodes of a graph with each fusable DequantizeLinear -> Conv -> QuantizeLinear
+    group as one QLinearConv (module docstring); `arrays`: the initializers by name,
+    `outputs`: the graph's output names."""
+    import onnx
+    nodes = list(nodes)
+    producer = {o: n for n in nodes for o in n.output}
+    readers = defaultdict(list)
+    for n in nodes:
+        for name in n.input:
+            readers[name].append(n)
+    fused, dropped = {}, set()
+    for conv in nodes:
+        if conv.op_type != "Conv" or conv.domain not in _DEFAULT:
+            continue
+        inputs = _group(conv, producer, readers, arrays, outputs)
+        if inputs is None:
+            continue
+        q = readers[conv.output[0]][0]
+        node = onnx.helper.make_node("QLinearConv", inputs, list(q.output), name=conv.name)
+        node.attribute.extend(conv.attribute)
+        fused[id(conv)] = node
+        dropped.add(id(q))
+    kept = [fused.get(id(n), n) for n in nodes if id(n) not in dropped]
+    read = {name for n in kept for name in n.input} | outputs
+    return [n for n in kept if n.op_type != "DequantizeLinear" or n.domain not in _DEFAULT
+            or any(o in read for o in n.output)]
+
+
+def _group(conv, producer, readers, arrays, outputs) -> list | None:
+    """QLinearConv's inputs for the group around `conv`, None where it does not fuse."""
+    if len(conv.input) < 2 or conv.output[0] in outputs:
+        return None
+    dq_x, dq_w = (producer.get(name) for name in conv.input[:2])
+    q = readers[conv.output[0]]
+    if len(q) != 1 or not _is(q[0], "QuantizeLinear") or not _is(dq_x, "DequantizeLinear") \
+            or not _is(dq_w, "DequantizeLinear"):
+        return None
+    q = q[0]
+    x = _quantized(dq_x, arrays, per_channel=False, data=True)
+    w = _quantized(dq_w, arrays, per_channel=True, data=False)
+    y = _quantized(q, arrays, per_channel=False, data=True)
+    if x is None or w is None or y is None:
+        return None
+    bias = []
+    if len(conv.input) > 2 and conv.input[2]:
+        b = _bias(producer.get(conv.input[2]), arrays, x[1], w[1])
+        if b is None:
+            return None
+        bias = [b]
+    return [*x, *w, *y[1:], *bias]
+
+
+def _is(node, op_type: str) -> bool:
+    return node is not None and node.op_type == op_type and node.domain in _DEFAULT
+
+
+def _attributes(node) -> dict:
+    import onnx
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _quantized(node, arrays, per_channel: bool, data: bool) -> list | None:
+    """[value, scale, zero point] names of a Dequantize/QuantizeLinear `node` that means
+    what QLinearConv's operand does: float32 scale and 8-bit zero point initializers,
+    scalars (or, `per_channel`, one per output channel, axis 0); the value itself an
+    initializer unless `data`."""
+    if len(node.input) != 3 or not all(name in arrays for name in node.input[1:]):
+        return None
+    if not data and node.input[0] not in arrays:
+        return None
+    attrs = _attributes(node)
+    if set(attrs) - {"axis", "saturate"} or attrs.get("saturate", 1) != 1:
+        return None
+    scale, zero = arrays[node.input[1]], arrays[node.input[2]]
+    if scale.dtype != np.float32 or zero.dtype not in (np.int8, np.uint8) or \
+            scale.shape != zero.shape:
+        return None
+    if scale.size != 1 and not (per_channel and scale.ndim == 1 and attrs.get("axis", 1) == 0):
+        return None
+    return list(node.input)
+
+
+def _bias(node, arrays, x_scale: str, w_scale: str) -> str | None:
+    """The int32 bias initializer a DequantizeLinear `node` reads, where its zero point
+    is 0 and its scale is x_scale * w_scale (as float32 computes it)."""
+    if not _is(node, "DequantizeLinear") or not 2 <= len(node.input) <= 3 or \
+            not all(name in arrays for name in node.input):
+        return None
+    attrs = _attributes(node)
+    if set(attrs) - {"axis"}:
+        return None
+    b, scale = arrays[node.input[0]], arrays[node.input[1]]
+    zero = arrays[node.input[2]] if len(node.input) == 3 else np.zeros(1, np.int32)
+    expected = (arrays[x_scale] * arrays[w_scale]).astype(np.float32)
+    if b.dtype != np.int32 or b.ndim != 1 or np.any(zero) or scale.dtype != np.float32:
+        return None
+    if scale.size != 1 and attrs.get("axis", 1) != 0:
+        return None
+    if not np.array_equal(np.broadcast_to(scale, b.shape), np.broadcast_to(expected, b.shape)):
+        return None
+    return node.input[0]

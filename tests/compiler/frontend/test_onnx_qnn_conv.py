@@ -1,0 +1,129 @@
+"""Quantized convolutions on the int8 kernels: QLinearConv, and a QDQ Conv fused into
+one (frontend/qdq_fusion.py), import as qnn.conv2d, build with the CPU's int8 dot
+product and agree with ONNX Runtime exactly (the same int32 sums, requantized as its
+MLAS kernels do), for uint8 and int8 data, odd channel counts (an image's 3 and 7,
+padded to words of 4; 13 output channels, which stay unpacked), strides, padding and
+1x1 / 7x7 windows; groups that do not fuse stay as they are and still agree."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from compiler import graph  # noqa: E402
+from compiler.frontend import from_onnx  # noqa: E402
+from compiler.frontend.qdq_fusion import fuse_qdq  # noqa: E402
+from compiler.target import Target  # noqa: E402
+
+ONNX_TYPE = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8}
+
+
+def _init(name, value, dtype=None):
+    return numpy_helper.from_array(np.asarray(value, dtype), name)
+
+
+def _qlinear_conv(dtype, c, o, hw, k, stride, pad, seed):
+    rng = np.random.default_rng(seed)
+    low = 0 if dtype == "uint8" else -128
+    inits = [_init("xs", 0.02, np.float32), _init("xz", low + 7, dtype),
+             _init("w", rng.integers(-128, 128, (o, c, k, k)), np.int8),
+             _init("ws", rng.uniform(0.001, 0.01, o), np.float32),
+             _init("wz", np.zeros(o), np.int8), _init("ys", 0.5, np.float32),
+             _init("yz", low + 3, dtype), _init("b", rng.integers(-2000, 2000, o), np.int32)]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                            ["y"], pads=[pad] * 4, strides=[stride, stride])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", ONNX_TYPE[dtype], [1, c, hw, hw])], [helper.make_tensor_value_info(
+            "y", ONNX_TYPE[dtype], None)], inits)
+    x = rng.integers(low, low + 256, (1, c, hw, hw)).astype(dtype)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), x
+
+
+def _run_both(model, x, target="llvm"):
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    mod, params = from_onnx(model)
+    lib = graph.build(mod, target=target, params=params)
+    return lib, lib.run(x=x)[0], want
+
+
+@pytest.mark.parametrize("dtype,c,o,hw,k,stride,pad", [
+    ("uint8", 16, 32, 14, 3, 1, 1), ("int8", 32, 16, 13, 3, 2, 1),
+    ("uint8", 3, 16, 37, 7, 2, 3), ("int8", 64, 48, 7, 1, 1, 0), ("uint8", 7, 13, 13, 3, 1, 1)])
+def test_qlinear_conv_is_exact_against_onnx_runtime(dtype, c, o, hw, k, stride, pad):
+    model, x = _qlinear_conv(dtype, c, o, hw, k, stride, pad, seed=c + o)
+    mod, _ = from_onnx(model)
+    assert "qnn.conv2d" in str(mod)
+    lib, got, want = _run_both(model, x)
+    np.testing.assert_array_equal(got, want)
+    kind = Target("llvm").int8_dot
+    if o % 16 == 0 and kind in ("avx512vnni", "avx512bw", "avx2"):
+        asm = lib.lib.get_source("asm")
+        assert ("vpdpbusd" if kind == "avx512vnni" else "vpmaddubsw") in asm
+
+
+def test_qlinear_conv_for_haswell_where_this_host_runs_it():
+    if Target("llvm").vector_bits < 256 or not Target("llvm").has_fma:
+        pytest.skip("this host does not run AVX2 code")
+    model, x = _qlinear_conv("int8", 32, 16, 13, 3, 1, 1, seed=5)
+    lib, got, want = _run_both(model, x, target="llvm -mcpu=haswell")
+    np.testing.assert_array_equal(got, want)
+    assert "vpmaddubsw" in lib.lib.get_source("asm")
+
+
+def _qdq_conv(float_bias: bool = False, conv_is_output: bool = False, seed=0):
+    """x -> QuantizeLinear -> DequantizeLinear -> Conv(DequantizeLinear(w), bias) ->
+    QuantizeLinear -> DequantizeLinear -> y, per-channel int8 weights, uint8 data."""
+    rng = np.random.default_rng(seed)
+    o, c = 16, 8
+    ws = rng.uniform(0.001, 0.01, o).astype(np.float32)
+    inits = [_init("xs", 0.02, np.float32), _init("xz", 128, np.uint8),
+             _init("wq", rng.integers(-127, 128, (o, c, 3, 3)), np.int8), _init("ws", ws),
+             _init("wz", np.zeros(o), np.int8), _init("ys", 0.05, np.float32),
+             _init("yz", 10, np.uint8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0)]
+    if float_bias:
+        inits.append(_init("b", rng.standard_normal(o), np.float32))
+    else:
+        inits += [_init("bq", rng.integers(-500, 500, o), np.int32),
+                  _init("bs", (np.float32(0.02) * ws).astype(np.float32)),
+                  _init("bz", np.zeros(o), np.int32)]
+        nodes.append(helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["b"], axis=0))
+    nodes += [helper.make_node("Conv", ["xd", "wd", "b"], ["c"], pads=[1, 1, 1, 1]),
+              helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["cq"]),
+              helper.make_node("DequantizeLinear", ["cq", "ys", "yz"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if conv_is_output:
+        outputs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, c, 13, 13])], outputs, inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return model, rng.standard_normal((1, c, 13, 13)).astype(np.float32)
+
+
+def _fused_ops(model):
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    return [n.op_type for n in fuse_qdq(model.graph.node, arrays,
+                                        {o.name for o in model.graph.output})]
+
+
+def test_a_qdq_conv_fuses_into_qlinear_conv_and_agrees():
+    model, x = _qdq_conv()
+    assert _fused_ops(model) == ["QuantizeLinear", "QLinearConv", "DequantizeLinear"]
+    _, got, want = _run_both(model, x)
+    steps = np.abs(got.astype(np.float64) - want) / 0.05
+    assert steps.max() <= 1e-6  # ONNX Runtime fuses the group the same way
+
+
+@pytest.mark.parametrize("case", ["float_bias", "conv_is_output"])
+def test_a_group_that_is_no_qlinear_conv_stays(case):
+    model, x = _qdq_conv(**{case: True})
+    assert "QLinearConv" not in _fused_ops(model)
+    _, got, want = _run_both(model, x)
+    steps = np.abs(got.astype(np.float64) - want) / 0.05
+    assert steps.max() <= 1 + 1e-6
