@@ -29,7 +29,7 @@ from ..errors import FrontendError
 from ..graph.ir.bind import bind_params  # noqa: F401 - exported by compiler.frontend
 from ..graph.ir.expr import Constant, Function, Var
 from ..ir.dtype import is_float
-from .onnx_ops import CONVERTERS
+from .onnx_ops import CONVERTERS, DOMAINS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
 from .qdq_fusion import fuse_qdq
 
@@ -137,13 +137,16 @@ def _convert_node(context: Context, node, values: dict) -> None:
     checked, every attribute it did not read refused; its outputs go into `values`."""
     import onnx
     what = f"{context.where}: node {node.name or '(unnamed)'} ({node.op_type})"
-    if node.domain not in ("", "ai.onnx"):
+    table = DOMAINS.get(node.domain)
+    if table is None:
         raise FrontendError(f"{what}: the operator domain {node.domain!r} is not "
-                            f"supported (only ONNX's default domain)")
-    converter = CONVERTERS.get(node.op_type)
+                            f"supported (supported: ONNX's default domain, "
+                            f"{', '.join(sorted(d for d in DOMAINS if d not in ('', 'ai.onnx')))})")
+    converter = table.get(node.op_type)
     if converter is None:
-        raise FrontendError(f"{what}: op type {node.op_type} is not supported; the "
-                            f"supported ones are {', '.join(sorted(CONVERTERS))}")
+        domain = f" of domain {node.domain}" if table is not CONVERTERS else ""
+        raise FrontendError(f"{what}: op type {node.op_type}{domain} is not supported; the "
+                            f"supported ones are {', '.join(sorted(table))}")
     args = [_use(values, name, what) if name else None for name in node.input]
     attrs = Attributes({a.name: onnx.helper.get_attribute_value(a) for a in node.attribute})
     try:

@@ -8,10 +8,17 @@ op type -> converter; common.py says what a converter is):
     vision.py   convolutions, pools, padding, resizing
     quantize.py QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
                 QLinearMatMul, ConvInteger, QLinearConv
+    microsoft.py  the com.microsoft operators of ONNX Runtime's quantizer (QLinearAdd,
+                QLinearGlobalAveragePool, QGemm, ...): DOMAINS["com.microsoft"]
+
+CONVERTERS is ONNX's default domain's; DOMAINS holds another domain's table by its name.
 """
-from . import math, nn, quantize, reduce, shape, vision
+from . import math, microsoft, nn, quantize, reduce, shape, vision
 
 CONVERTERS = {**math.CONVERTERS, **nn.CONVERTERS, **reduce.CONVERTERS, **shape.CONVERTERS,
               **vision.CONVERTERS, **quantize.CONVERTERS}
 
-__all__ = ["CONVERTERS"]
+DOMAINS = {"": CONVERTERS, "ai.onnx": CONVERTERS, "com.microsoft": microsoft.CONVERTERS}
+"""Operator domain -> its converters (op type -> converter)."""
+
+__all__ = ["CONVERTERS", "DOMAINS"]
