@@ -13,8 +13,9 @@ rounds that alternate them, a block of calls each with a pause before it, as mod
 Our build fuses each QDQ Conv group into a QLinearConv (compiler/frontend/qdq_fusion.py),
 which runs on int8 kernels (qnn.conv2d: vpdpbusd where the CPU has VNNI); the other
 quantized operators (Add, pools, Gemm, depthwise and grouped convolutions) still run in
-float32 between their DequantizeLinear and QuantizeLinear, or on int32 kernels. The models are compile_time.py's exports
-(~/.cache/autosched/benchmark-models); the quantized files are kept beside them.
+float32 between their DequantizeLinear and QuantizeLinear, or on int32 kernels. The
+models are compile_time.py's exports (~/.cache/autosched/benchmark-models); the
+quantized files are kept beside them.
 """
 from __future__ import annotations
 
