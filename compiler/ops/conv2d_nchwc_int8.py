@@ -67,12 +67,12 @@ def conv2d_nchwc_int8(data, kernel, stride=1, padding=0, dilation=1, zero_point:
     return te.compute(
         (n, ob, *win.out, y),
         lambda b, o, oy, ox, oc: te.sum(
-            te.dot_u8s8(_word(src, (b, rco, oy * sh + ry * dh, ox * sw + rx * dw), rci),
+            te.dot_u8s8(word(src, (b, rco, oy * sh + ry * dh, ox * sw + rx * dw), rci),
                         kernel[o, rco, ry, rx, rci, oc]), axis=[rco, ry, rx, rci]),
         name="conv2d_nchwc_int8")
 
 
-def _word(t, head: tuple, j):
+def word(t, head: tuple, j):
     """The int32 word of the four bytes t[head + (4j + k,)], k = 0..3, byte k the k-th
     lowest: summed in uint32 (which wraps, where int32's sum would overflow on a top
     byte of 128 or more) and read as int32."""

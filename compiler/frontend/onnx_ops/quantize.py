@@ -33,7 +33,7 @@ import numpy as np
 from ... import graph
 from ...graph.ir.expr import Constant
 from ...graph.ir.op import reduce, tensor
-from ...graph.ir.op.qnn import qnn_conv2d
+from ...graph.ir.op.qnn import qnn_conv2d, qnn_dense
 from ...graph.ir.op.transform import reshape
 from .common import DTYPES, axis, dtype_name, pads
 from .nn import matmul
@@ -199,12 +199,44 @@ def _integer_operands(ctx, a, b, a_zero, b_zero):
             _offset(ctx, b, b_zero, True, "b_zero_point"))
 
 
+def _int8_matmul(ctx, a, b, a_zero, b_zero):
+    """(a - a_zero) @ b as a qnn.dense (graph/ir/op/qnn.py: int8 kernels) where it is
+    one: constant 2-D int8 b of zero point 0 (or none), a scalar a_zero (known or
+    computed at run time: dynamic quantization's); int8 a shifted by 128 to uint8 (its
+    zero point with it). The zero point's term is a_zero times b's column sums. None
+    otherwise."""
+    _check_8_bit(ctx, a=(a, a_zero), b=(b, b_zero))
+    if ctx.dtype(b) != "int8" or not ctx.known(b) or len(ctx.shape(b)) != 2 or \
+            len(ctx.shape(a)) < 2 or b_zero is not None and \
+            (not ctx.known(b_zero) or np.any(ctx.value(b_zero, "b_zero_point"))):
+        return None
+    if a_zero is not None and int(np.prod(ctx.shape(a_zero))) != 1:
+        return None
+    weight = np.asarray(ctx.value(b, "b"))
+    lead, k = ctx.shape(a)[:-1], ctx.shape(a)[-1]
+    x = reshape(a, (int(np.prod(lead)), k))
+    zero = _as(a_zero, "int32", ctx) if a_zero is not None else None
+    if ctx.dtype(a) == "int8":
+        x = tensor.cast(graph.add(tensor.cast(x, "int16"), _scalar(128, "int16")), "uint8")
+        zero = graph.add(zero, _scalar(128, "int32")) if zero is not None else \
+            _scalar(128, "int32")
+    out = qnn_dense(x, Constant(np.ascontiguousarray(weight.T)))
+    if zero is not None:
+        sums = Constant(weight.astype(np.int64).sum(axis=0).astype(np.int32))
+        out = graph.subtract(out, graph.multiply(reshape(zero, ()), sums))
+    return reshape(out, (*lead, weight.shape[1]))
+
+
 def _matmul_integer(ctx, args, attrs, node):
     """MatMulInteger: (a - a_zero_point) @ (b - b_zero_point), accumulated exactly in
-    int32 (8-bit operands: exact for inner extents below 33,000)."""
+    int32 (8-bit operands: exact for inner extents below 33,000); a qnn.dense where one
+    applies (_int8_matmul)."""
     a, b = args[0], args[1]
     a_zero = args[2] if len(args) > 2 else None
     b_zero = args[3] if len(args) > 3 else None
+    fast = _int8_matmul(ctx, a, b, a_zero, b_zero)
+    if fast is not None:
+        return fast
     return matmul(ctx, *_integer_operands(ctx, a, b, a_zero, b_zero))
 
 

@@ -1,4 +1,6 @@
-"""qnn.conv2d, the integer core of a quantized convolution (Relay's qnn.conv2d): uint8
+"""qnn.conv2d and qnn.dense: the integer cores of quantized convolutions and matmuls.
+
+qnn.conv2d, the integer core of a quantized convolution (Relay's qnn.conv2d): uint8
 data less its zero point convolved with int8 weights, summed exactly in int32,
 
     qnn.conv2d(x, w)[n, o, y, x] = sum over c, ky, kx of (x[...] - input_zero_point) * w[...]
@@ -18,6 +20,13 @@ AVX2) into NCHW[x]c uint8 data, weights as int32 words of four input channels,
 (O/y, C/x, KH, KW, x/4, y) (kernel_layout "OIHW[x]i[y]o4i"), and a third operand, the
 zero point's term zero_point * sum(w) per output channel, (O/y, y): the packed
 compute is compiler.ops.conv2d_nchwc_int8 (vpdpbusd where the CPU has VNNI) less it.
+
+qnn.dense(x, w)[m, n] = sum over k of x[m, k] * w[n, k], uint8 data (M, K) by int8
+weights (N, K) (nn.dense's layout), the raw int32 sums: a zero point of the data, which
+dynamic quantization computes at run time, is the caller's term (zero point times the
+column sums of the weights). Unpacked, an int32 reduction of the widened operands; its
+layout rule packs constant weights with K a multiple of 4 and N of the target's lanes
+into (N/y, K/4, y) words (kernel_layout "NK[y]n4k"), computed by compiler.ops.dense_int8.
 """
 from __future__ import annotations
 
@@ -29,16 +38,18 @@ from .... import te
 from ....ops.conv2d import conv2d_nchw
 from ....ops.conv2d_nchwc_int8 import conv2d_nchwc_int8, schedule_conv2d_nchwc_int8
 from ....ops.conv2d_schedule import schedule_conv2d_nchw
+from ....ops.dense_int8 import dense_int8, schedule_dense_int8
 from ....ops.pattern import OpPattern
 from ....ops.tail import find_anchor
 from ..expr import Call, Constant, Expr
 from ..ty import TensorType
 from .layout import (block_of, channel_blocks, is_packed, packed, smallest_block,
                      transform_array)
-from .registry import GraphTypeError, call, register_op
+from .registry import GraphTypeError, call, default_schedule, register_op
 from .relations import padding4, pair, tensor_args, window
 
 NAME = "qnn.conv2d"
+DENSE = "qnn.dense"
 
 
 def _out_hw(h, w, kh, kw, attrs):
@@ -220,3 +231,85 @@ def qnn_conv2d(data: Expr, weight: Expr, term: Expr | None = None, strides=(1, 1
                 dilation=pair(dilation, "dilation"), groups=1,
                 input_zero_point=int(input_zero_point), data_layout=data_layout,
                 kernel_layout=kernel_layout, out_layout=out_layout)
+
+
+def _dense_rel(types, attrs):
+    data, weight = tensor_args(DENSE, types, 2)
+    if attrs["kernel_layout"] == "NK":
+        if (data.dtype, weight.dtype) != ("uint8", "int8") or data.ndim != 2 or \
+                weight.ndim != 2 or data.shape[1] != weight.shape[1]:
+            raise GraphTypeError(f"{DENSE}: takes uint8 (M, K) data and int8 (N, K) weights, "
+                                 f"not {data} and {weight}")
+        return TensorType((data.shape[0], weight.shape[0]), "int32")
+    if data.dtype != "uint8" or data.ndim != 2 or weight.dtype != "int32" or \
+            weight.ndim != 3 or 4 * weight.shape[1] != data.shape[1]:
+        raise GraphTypeError(f"{DENSE}: data {data} and weight words {weight} "
+                             f"({attrs['kernel_layout']}) do not fit")
+    return TensorType((data.shape[0], weight.shape[0] * weight.shape[2]), "int32")
+
+
+def _dense_compute(ins, at, ty):
+    data, weight = ins
+    if at["kernel_layout"] != "NK":
+        return dense_int8(data, weight)
+    k = te.reduce_axis((0, int(data.shape[1])), name="k")
+    return te.compute(tuple(ty.shape), lambda i, j: te.sum(
+        te.cast(data[i, k], "int32") * te.cast(weight[j, k], "int32"), axis=k),
+        name="qnn_dense")
+
+
+def dense_words(weight: np.ndarray, block: int) -> np.ndarray:
+    """int8 (N, K) weights as (N/y, K/4, y) int32 words of four k each."""
+    n, k = weight.shape
+    w = weight.astype(np.int8).reshape(n // block, block, k // 4, 4).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(w).view(np.int32).reshape(n // block, k // 4, block)
+
+
+def _dense_reference(args, attrs):
+    data, weight = args
+    if attrs["kernel_layout"] != "NK":
+        nb, kw, y = weight.shape
+        weight = np.ascontiguousarray(weight).view(np.int8).reshape(nb, kw, y, 4) \
+            .transpose(0, 2, 1, 3).reshape(nb * y, kw * 4)
+    return (data.astype(np.int64) @ weight.astype(np.int64).T).astype(np.int32)
+
+
+def _dense_layout(ctx, call: Call) -> Expr | None:
+    """Packed where the weights are constant, K a multiple of 4 and N of the target's
+    channel block (channel_blocks of N: its float32 lanes)."""
+    weight = call.args[1]
+    if call.attrs["kernel_layout"] != "NK" or not isinstance(weight, Constant):
+        return None
+    n, k = weight.data.shape
+    blocks = channel_blocks(n)
+    if k % 4 or not blocks:
+        return None
+    block = min(blocks)
+
+    def alter(attrs, inputs, tinfos, out_type):
+        return qnn_dense(inputs[0], Constant(dense_words(inputs[1].data, block)),
+                         f"NK{block}n4k")
+    return ctx.alter(call, alter)
+
+
+def _dense_schedule(out, anchor, call: Call):
+    if call.attrs["kernel_layout"] != "NK":
+        return schedule_dense_int8(out, find_anchor(out, "dense_int8"))
+    return default_schedule(out, anchor, call)
+
+
+def _dense_samples():
+    def t(dtype, *shape):
+        return TensorType(shape, dtype)
+    return [([t("uint8", 7, 36), t("int8", 13, 36)], {"kernel_layout": "NK"}),
+            ([t("uint8", 13, 100), t("int32", 3, 25, 16)], {"kernel_layout": "NK16n4k"})]
+
+
+register_op(DENSE, _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, {"kernel_layout": "NK"}, 2,
+            compute=_dense_compute, reference=_dense_reference, layout=_dense_layout,
+            schedule=_dense_schedule, samples=_dense_samples)
+
+
+def qnn_dense(data: Expr, weight: Expr, kernel_layout: str = "NK") -> Call:
+    """qnn.dense of uint8 `data` (M, K) and int8 `weight` (N, K), or its packed words."""
+    return call(DENSE, [data, weight], kernel_layout=kernel_layout)
