@@ -331,12 +331,25 @@ def _int8_conv(ctx, x, x_zero, w, w_zero, attrs):
                       dilation=dilation, input_zero_point=zero)
 
 
+FLOAT_EXACT_TERMS = 2 ** 24 // (255 * 255)
+"""The most products of two 8-bit values less their zero points (each of magnitude at
+most 255 * 255) whose every partial sum float32 holds exactly (below 2^24): 258."""
+
+
 def _integer_conv(ctx, x, w, x_zero, w_zero, attrs, node):
     """ConvInteger's int32 result, and whether it is a qnn.conv2d: where one applies
     (_int8_conv), else the Conv converter on the operands less their zero points
-    (every attribute of Conv)."""
-    generic = _VISION["Conv"](ctx, list(_conv_operands(ctx, x, w, x_zero, w_zero)), attrs, node)
+    (every attribute of Conv): in float32, whose kernels run at the FMA peak where
+    int32's multiply is slow, when each output sums at most FLOAT_EXACT_TERMS products
+    (a depthwise 3x3's 9: every partial sum an integer float32 holds, in any order, so
+    the result is exact), else in int32."""
     fast = _int8_conv(ctx, x, x_zero, w, w_zero, attrs)
+    operands = list(_conv_operands(ctx, x, w, x_zero, w_zero))
+    terms = int(np.prod(ctx.shape(w)[1:]))
+    if fast is None and terms <= FLOAT_EXACT_TERMS:
+        floats = [tensor.cast(v, "float32") for v in operands]
+        return tensor.cast(_VISION["Conv"](ctx, floats, attrs, node), "int32"), False
+    generic = _VISION["Conv"](ctx, operands, attrs, node)
     return (generic, False) if fast is None else (fast, True)
 
 
