@@ -127,3 +127,31 @@ def test_a_group_that_is_no_qlinear_conv_stays(case):
     _, got, want = _run_both(model, x)
     steps = np.abs(got.astype(np.float64) - want) / 0.05
     assert steps.max() <= 1 + 1e-6
+
+
+@pytest.mark.parametrize("group,c,weight_type", [(32, 32, "int8"), (1, 64, "uint8")])
+def test_convolutions_that_are_no_qnn_conv_are_exact(group, c, weight_type):
+    """A depthwise QLinearConv (9 terms an output: summed in float32, exactly) and a
+    ConvInteger of uint8 weights over 64 channels (576 terms: in int32)."""
+    rng = np.random.default_rng(group + c)
+    o, low = c, 0
+    w = rng.integers(-128, 128, (o, c // group, 3, 3)) if weight_type == "int8" else \
+        rng.integers(0, 256, (o, c // group, 3, 3))
+    inits = [_init("w", w, weight_type), _init("xz", 9, np.uint8),
+             _init("wz", 0 if weight_type == "int8" else 100, weight_type)]
+    if group == 1:
+        node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1] * 4)
+        out = TensorProto.INT32
+    else:
+        inits += [_init("xs", 0.02, np.float32), _init("ws", 0.004, np.float32),
+                  _init("ys", 0.3, np.float32), _init("yz", 5, np.uint8)]
+        node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+                                ["y"], pads=[1] * 4, group=group)
+        out = TensorProto.UINT8
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [1, c, 13, 13])], [helper.make_tensor_value_info(
+            "y", out, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.integers(low, 256, (1, c, 13, 13)).astype(np.uint8)
+    _, got, want = _run_both(model, x)
+    np.testing.assert_array_equal(got, want)
