@@ -6,7 +6,9 @@ Each operation of the graph counts once. A placeholder costs nothing. A compute 
 the float operations of its body once per output element; a reduction inside it costs
 its source's operations plus its combine (one add for a sum) once per point of its
 reduce axes. Integer arithmetic is not counted: it is addressing (indices, the bounds
-tests of a padding stage), not the work the operator is asked to do.
+tests of a padding stage), not the work the operator is asked to do; except te.dot_u8s8,
+an int8 kernel's work: four multiply-adds, 8 operations, so that an int8 convolution or
+dense counts 2 * multiply-adds as a float one does (reported as GOPS of it).
 """
 from __future__ import annotations
 
@@ -62,8 +64,15 @@ def _float_ops(e: Expr, tensor: str) -> int:
             return _own_op(e) + sum(_float_ops(c, tensor) for c in children(e))
 
 
+INT8_DOT_OPS = 8
+"""The operations of one te.dot_u8s8: four multiplies and four adds."""
+
+
 def _own_op(e: Expr) -> int:
-    """1 when `e` itself is a float operation (its operands not included), else 0."""
+    """1 when `e` itself is a float operation (its operands not included), INT8_DOT_OPS
+    for an int8 dot product, else 0."""
+    if isinstance(e, Call) and e.name == "dot_u8s8":
+        return INT8_DOT_OPS
     if isinstance(e, CmpOp):
         return int(not isinstance(e, (And, Or)) and is_float(e.a.dtype))
     return int(isinstance(e, _ARITHMETIC) and is_float(e.dtype))

@@ -108,3 +108,17 @@ def test_a_symbolic_reduce_extent_is_a_value_error_naming_the_tensor():
     B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B_rowsum")
     with pytest.raises(ValueError, match="B_rowsum"):
         compute_flop([B])
+
+
+def test_int8_kernels_count_two_operations_per_multiply_add():
+    """te.dot_u8s8 is four multiply-adds: an int8 convolution and dense count as the
+    float ones of their shapes do, the padding stage and the word assembly nothing."""
+    from compiler.ops.conv2d_nchwc_int8 import conv2d_nchwc_int8
+    from compiler.ops.dense_int8 import dense_int8
+    data = te.placeholder((1, 2, 13, 13, 16), name="data", dtype="uint8")
+    kernel = te.placeholder((3, 2, 3, 3, 4, 16), name="kernel", dtype="int32")
+    out = conv2d_nchwc_int8(data, kernel, 2, 1)
+    assert compute_flop([out]) == 2 * (3 * 16) * 7 * 7 * 32 * 9
+    rows = te.placeholder((7, 36), name="rows", dtype="uint8")
+    words = te.placeholder((2, 9, 16), name="words", dtype="int32")
+    assert compute_flop([dense_int8(rows, words)]) == 2 * 7 * 32 * 36
