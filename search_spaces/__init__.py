@@ -21,7 +21,7 @@ from .fallback import fallback_annotate, fallback_reorder, fallback_split, neare
 from .knobs import AnnotateSpace, KnobSpace, OtherOptionSpace, ReorderSpace, SplitSpace
 from .registry import Template, get_template, space, template, templates
 from .config_space import ConfigEntity, ConfigSpace, FallbackConfig
-from . import (blur, conv2d, conv2d_nchwc, conv2d_packed,  # noqa: E402,F401
+from . import (blur, conv2d, conv2d_nchwc, conv2d_nchwc_int8, conv2d_packed,  # noqa: E402,F401
                conv2d_winograd, depthwise_conv2d, library, matmul,
                row_ops)  # (register the templates)
 

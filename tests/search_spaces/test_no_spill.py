@@ -141,6 +141,18 @@ def test_the_packed_fallback_keeps_its_register_tile_in_registers(name, args, ta
     assert spilled_vector_moves(fallback_assembly(name, args + blocks, target)) == []
 
 
+INT8 = [(1, 64, 56, 56, 64, 3, 3, 1, 1), (1, 1024, 14, 14, 256, 1, 1, 1, 0)]
+"""ResNet-50's int8 packed convolutions (conv2d_nchwc_int8), in the target's blocks."""
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["avx2", "avx512"])
+@pytest.mark.parametrize("args", INT8, ids=[str(a) for a in INT8])
+def test_the_int8_packed_fallback_keeps_its_register_tile_in_registers(args, target):
+    lanes = compiler.Target(target).vector_lanes
+    full = (*args, lanes, lanes, 3)
+    assert spilled_vector_moves(fallback_assembly("conv2d_nchwc_int8", full, target)) == []
+
+
 WINOGRAD = [(1, 64, 56, 56, 64, 1), (1, 128, 28, 28, 128, 1), (1, 256, 14, 14, 256, 1)]
 """ResNet's 3x3, stride 1 layers that run by Winograd untuned: (N, C, H, W, K, padding),
 in the target's blocks, with the tile size the target takes (winograd_tile_size)."""
@@ -171,5 +183,6 @@ def test_every_template_with_a_schedule_has_a_case():
     ours = {n for n in search_spaces.templates()
             if search_spaces.get_template(n).fn.__module__.startswith("search_spaces.")}
     library = {n for n in ours if search_spaces.get_template(n).library is not None}
-    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc"} | ROW_KERNELS == \
+    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc", "conv2d_nchwc_int8"} | \
+        ROW_KERNELS == \
         ours - library
