@@ -68,10 +68,18 @@ def _schedule(args, cfg, s, anchor, out) -> None:
 
 
 def _call(N, C, H, W, K, R, S, stride, padding, ic_block, oc_block, zero_point):
-    """The NCHW qnn.conv2d of uint8 data and constant (zero) int8 weights."""
-    x = graph.var("data", shape=(N, C, H, W), dtype="uint8")
-    w = graph.const(np.zeros((K, C, R, S), "int8"))
-    return [x], qnn_conv2d(x, w, strides=stride, padding=padding, input_zero_point=zero_point)
+    """The packed qnn.conv2d of the workload: uint8 NCHW[ic]c data, constant (zero)
+    weight words and zero-point term, as its layout rule makes it (an NCHW call would
+    be packed in the target's blocks, not necessarily the workload's)."""
+    x = graph.var("data", shape=(N, C // ic_block, H, W, ic_block), dtype="uint8")
+    words = graph.const(np.zeros((K // oc_block, C // ic_block, R, S, ic_block // 4,
+                                  oc_block), "int32"))
+    term = graph.const(np.zeros((K // oc_block, oc_block), "int32"))
+    out = qnn_conv2d(x, words, term, strides=stride, padding=padding,
+                     input_zero_point=zero_point, data_layout=f"NCHW{ic_block}c",
+                     kernel_layout=f"OIHW{ic_block}i{oc_block}o4i",
+                     out_layout=f"NCHW{oc_block}c" if oc_block != ic_block else "")
+    return [x], out
 
 
 @template("conv2d_nchwc_int8", reference=conv2d_nchwc_int8_reference,

@@ -166,3 +166,23 @@ def test_log_best_names_the_build_of_an_attention_product(tmp_path):
     log(db, {("batch_matmul", (2, 16, 16, 8)): 1e-6})
     assert best(db, "batch_matmul", "2", "16", "16", "8")["build_applies"] == \
         "batch_matmul(2, 16, 16, 8)"
+
+
+def test_log_best_names_the_int8_convolution_the_build_applies(tmp_path):
+    """A quantized convolution (qnn.conv2d, packed in the target's blocks) logged as
+    conv2d_nchwc_int8: log best names it, and the build's step applies that record."""
+    args = (1, 16, 7, 7, 32, 3, 3, 1, 1, L, L, 3)
+    db = tmp_path / "t.db"
+    log(db, {("conv2d_nchwc_int8", args): 1e-6})
+    said = best(db, "conv2d_nchwc_int8", *map(str, args))
+    assert said["build_applies"].startswith("conv2d_nchwc_int8(1, 16, 7, 7, 32")
+    from compiler.graph.ir.op.qnn import qnn_conv2d
+    x = graph.var("x", shape=(1, 16, 7, 7), dtype="uint8")
+    w = graph.const(np.random.default_rng(4).integers(-128, 128, (32, 16, 3, 3)).astype("int8"))
+    mod = graph.IRModule.from_expr(graph.Function([x], qnn_conv2d(x, w, padding=1,
+                                                                  input_zero_point=3)))
+    with ApplyHistoryBest(db), PassContext(opt_level=3), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no FallbackWarning: the logged record is applied
+        lib = graph.build(mod)
+    templates = [s["info"]["template"] for s in lib.plan["steps"] if s["info"]["template"]]
+    assert templates == ["conv2d_nchwc_int8"]
