@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import graph, te
-from compiler.graph.ir.op.qnn import qnn_conv2d, unpack_words
+from compiler.graph.ir.op.qnn import int_conv, qnn_conv2d, unpack_words
 from compiler.ops.conv2d_nchwc import schedule_packed
 from compiler.ops.conv2d_nchwc_int8 import conv2d_nchwc_int8 as int8_conv
 from compiler.ops.tail import find_anchor
@@ -32,16 +32,8 @@ def conv2d_nchwc_int8_reference(inputs, N, C, H, W, K, R, S, stride, padding, ic
     """numpy `conv2d_nchwc_int8`: the int64 convolution of the unpacked uint8 data padded
     with the zero point by the unpacked int8 weights, packed, as int32."""
     data, words = inputs
-    x = np.pad(unpack_data(data).astype(np.int64),
-               ((0, 0), (0, 0), (padding, padding), (padding, padding)),
-               constant_values=zero_point)
-    w = unpack_words(words).astype(np.int64)
-    OH, OW = output_size("conv2d_nchwc_int8", H, W, R, S, stride, padding)
-    out = np.zeros((N, K, OH, OW), np.int64)
-    for r in range(R):
-        for s in range(S):
-            win = x[:, :, r:r + stride * (OH - 1) + 1:stride, s:s + stride * (OW - 1) + 1:stride]
-            out += np.einsum("nchw,kc->nkhw", win, w[:, :, r, s])
+    attrs = {"strides": (stride, stride), "dilation": (1, 1), "padding": (padding,) * 4}
+    out = int_conv(unpack_data(data), unpack_words(words), attrs, zero_point)
     return pack_out(out, oc_block).astype(np.int32)
 
 

@@ -199,6 +199,12 @@ def _integer_operands(ctx, a, b, a_zero, b_zero):
             _offset(ctx, b, b_zero, True, "b_zero_point"))
 
 
+def _shifted_to_uint8(x):
+    """int8 `x` plus 128, as uint8: the unsigned operand the int8 dot product takes (the
+    zero point moves by 128 with it)."""
+    return tensor.cast(graph.add(tensor.cast(x, "int16"), _scalar(128, "int16")), "uint8")
+
+
 def _int8_matmul(ctx, a, b, a_zero, b_zero):
     """(a - a_zero) @ b as a qnn.dense (graph/ir/op/qnn.py: int8 kernels) where it is
     one: constant 2-D int8 b of zero point 0 (or none), a scalar a_zero (known or
@@ -217,7 +223,7 @@ def _int8_matmul(ctx, a, b, a_zero, b_zero):
     x = reshape(a, (int(np.prod(lead)), k))
     zero = _as(a_zero, "int32", ctx) if a_zero is not None else None
     if ctx.dtype(a) == "int8":
-        x = tensor.cast(graph.add(tensor.cast(x, "int16"), _scalar(128, "int16")), "uint8")
+        x = _shifted_to_uint8(x)
         zero = graph.add(zero, _scalar(128, "int32")) if zero is not None else \
             _scalar(128, "int32")
     out = qnn_dense(x, Constant(np.ascontiguousarray(weight.T)))
@@ -318,7 +324,7 @@ def _int8_conv(ctx, x, x_zero, w, w_zero, attrs):
         return None
     zero = int(np.asarray(zero).reshape(-1)[0]) if np.size(zero) else 0
     if ctx.dtype(x) == "int8":
-        x = tensor.cast(graph.add(tensor.cast(x, "int16"), _scalar(128, "int16")), "uint8")
+        x = _shifted_to_uint8(x)
         zero += 128
     strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
     padding = pads(attrs, ctx.shape(x)[2:], ctx.shape(w)[2:], strides, dilation)

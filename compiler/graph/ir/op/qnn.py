@@ -105,7 +105,7 @@ def _compute(ins, at, ty):
                       name="qnn_conv2d")
 
 
-def _int_conv(x: np.ndarray, w: np.ndarray, attrs, pad_value: int) -> np.ndarray:
+def int_conv(x: np.ndarray, w: np.ndarray, attrs, pad_value: int) -> np.ndarray:
     """The int64 convolution of NCHW `x` padded with `pad_value` by OIHW `w`."""
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     top, left, bottom, right = attrs["padding"]
@@ -126,10 +126,10 @@ def _reference(args, attrs):
     zero = attrs["input_zero_point"]
     if attrs["data_layout"] == "NCHW":
         data, weight = args
-        return _int_conv(data.astype(np.int64) - zero, weight, attrs, 0).astype(np.int32)
+        return int_conv(data.astype(np.int64) - zero, weight, attrs, 0).astype(np.int32)
     data, words, term = args
     nchw = transform_array(data, attrs["data_layout"], "NCHW")
-    raw = _int_conv(nchw, unpack_words(words), attrs, zero)
+    raw = int_conv(nchw, unpack_words(words), attrs, zero)
     out = (raw - term.reshape(1, -1, 1, 1)).astype(np.int32)
     return transform_array(out, "NCHW", attrs.get("out_layout") or attrs["data_layout"])
 
