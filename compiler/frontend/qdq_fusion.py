@@ -16,8 +16,19 @@ scales, zero points, weights and bias are initializers; the data's scale and zer
 point and the output's are scalars; the weights' are scalars or one per output channel
 (axis 0); the bias is int32 with zero point 0 and the scale x_scale * w_scale; the Conv's
 result is read by the QuantizeLinear alone and is no graph output. A DequantizeLinear
-left with no reader is dropped. Every other node is imported as it is: what does not
-fuse runs in float32 between its DequantizeLinear and QuantizeLinear nodes.
+left with no reader is dropped.
+
+A MaxPool between a DequantizeLinear and a QuantizeLinear of the same scalar scale
+(positive) and zero point pools the quantized values themselves, as ONNX Runtime's QDQ
+transformer drops the pair: dequantizing is increasing, so the largest dequantized
+value is the dequantized largest one, and quantizing it again with the same scale and
+zero point gives back that quantized value exactly (|v - zero point| <= 255, so the
+float32 round trip errs by far less than half a step); a window's padding (-inf in
+float, the type's least value in the integers) saturates to the same least value. So
+the stem's pool reads and writes 8-bit values, a quarter of the bytes.
+
+Every other node is imported as it is: what does not fuse runs in float32 between its
+DequantizeLinear and QuantizeLinear nodes.
 """
 from __future__ import annotations
 
@@ -51,6 +62,14 @@ def fuse_qdq(nodes, arrays: dict, outputs: set) -> list:
         node.attribute.extend(conv.attribute)
         fused[id(conv)] = node
         dropped.add(id(q))
+    for pool in nodes:
+        if _is(pool, "MaxPool") and _passes_quantized(pool, producer, readers, arrays, outputs):
+            q = readers[pool.output[0]][0]
+            node = onnx.helper.make_node("MaxPool", [producer[pool.input[0]].input[0]],
+                                         list(q.output), name=pool.name)
+            node.attribute.extend(pool.attribute)
+            fused[id(pool)] = node
+            dropped.add(id(q))
     kept = [fused.get(id(n), n) for n in nodes if id(n) not in dropped]
     read = {name for n in kept for name in n.input} | outputs
     return [n for n in kept if n.op_type != "DequantizeLinear" or n.domain not in _DEFAULT
@@ -79,6 +98,23 @@ def _group(conv, producer, readers, arrays, outputs) -> list | None:
             return None
         bias = [b]
     return [*x, *w, *y[1:], *bias]
+
+
+def _passes_quantized(pool, producer, readers, arrays, outputs) -> bool:
+    """Whether `pool` (a MaxPool) reads a DequantizeLinear and is read by a QuantizeLinear
+    alone with the same scalar positive scale and zero point (module docstring), with no
+    Indices output and no graph output of its own."""
+    dq, q = producer.get(pool.input[0]), readers[pool.output[0]]
+    if len(pool.output) != 1 or pool.output[0] in outputs or len(q) != 1 or \
+            not _is(q[0], "QuantizeLinear") or not _is(dq, "DequantizeLinear"):
+        return False
+    x = _quantized(dq, arrays, per_channel=False, data=True)
+    y = _quantized(q[0], arrays, per_channel=False, data=True)
+    if x is None or y is None:
+        return False
+    (xs, xz), (ys, yz) = ((arrays[n] for n in names[1:]) for names in (x, y))
+    return xz.dtype == yz.dtype and np.array_equal(xz, yz) and np.array_equal(xs, ys) and \
+        bool(np.all(xs > 0))
 
 
 def _is(node, op_type: str) -> bool:

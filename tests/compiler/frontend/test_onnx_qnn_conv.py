@@ -155,3 +155,66 @@ def test_convolutions_that_are_no_qnn_conv_are_exact(group, c, weight_type):
     x = rng.integers(low, 256, (1, c, 13, 13)).astype(np.uint8)
     _, got, want = _run_both(model, x)
     np.testing.assert_array_equal(got, want)
+
+
+def _qdq_max_pool(dtype, same_scale):
+    """x -> QuantizeLinear -> DequantizeLinear -> MaxPool (3x3 stride 2, padded, ceil
+    mode) -> QuantizeLinear (the same scale and zero point, or another scale) ->
+    DequantizeLinear -> y."""
+    low = 0 if dtype == "uint8" else -128
+    inits = [_init("s", 0.05, np.float32), _init("z", low + 100, dtype),
+             _init("ys", 0.05 if same_scale else 0.07, np.float32)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("MaxPool", ["xd"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1], ceil_mode=1),
+             helper.make_node("QuantizeLinear", ["p", "ys", "z"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "ys", "z"], ["y"])]
+    g = helper.make_graph(nodes, "qdq_pool", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 16, 13, 13])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return model, np.random.default_rng(3).standard_normal((1, 16, 13, 13)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("same_scale", [True, False])
+def test_a_max_pool_between_the_same_quantization_pools_the_quantized_values(dtype,
+                                                                             same_scale):
+    model, x = _qdq_max_pool(dtype, same_scale)
+    fused = _fused_ops(model)
+    assert (fused == ["QuantizeLinear", "MaxPool", "DequantizeLinear"]) == same_scale
+    _, got, want = _run_both(model, x)
+    np.testing.assert_array_equal(got, want)  # max and the round trip are exact
+
+
+def test_a_residual_sum_of_two_quantized_convolutions_keeps_both_in_8_bits():
+    """Two QLinearConvs of one input, each dequantized into an Add that is quantized:
+    the Add fuses into one convolution's kernel and the other convolution's result
+    reaches it as uint8, not as the float of its DequantizeLinear
+    (graph/passes/fuse_ops.py); the sum agrees with ONNX Runtime within one step."""
+    rng = np.random.default_rng(7)
+    inits = [_init("xs", 0.02, np.float32), _init("xz", 7, np.uint8),
+             _init("ys", 0.1, np.float32), _init("yz", 128, np.uint8),
+             _init("ss", 0.15, np.float32), _init("sz", 100, np.uint8)]
+    nodes = []
+    for name, k in (("a", 3), ("b", 1)):
+        inits += [_init(f"w{name}", rng.integers(-128, 128, (32, 16, k, k)), np.int8),
+                  _init(f"w{name}s", rng.uniform(0.001, 0.01, 32), np.float32),
+                  _init(f"w{name}z", np.zeros(32), np.int8)]
+        nodes += [helper.make_node("QLinearConv", ["x", "xs", "xz", f"w{name}", f"w{name}s",
+                                                   f"w{name}z", "ys", "yz"], [f"{name}q"],
+                                   pads=[k // 2] * 4),
+                  helper.make_node("DequantizeLinear", [f"{name}q", "ys", "yz"], [f"{name}d"])]
+    nodes += [helper.make_node("Add", ["ad", "bd"], ["s"]),
+              helper.make_node("QuantizeLinear", ["s", "ss", "sz"], ["y"])]
+    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info(
+        "x", TensorProto.UINT8, [1, 16, 14, 14])], [helper.make_tensor_value_info(
+            "y", TensorProto.UINT8, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.integers(0, 256, (1, 16, 14, 14)).astype(np.uint8)
+    lib, got, want = _run_both(model, x)
+    convs = [s for s in lib.plan["steps"] if "qnn.conv2d" in s["ops"]]
+    assert len(convs) == 2 and [s["dtype"] for s in convs] == ["uint8", "uint8"]
+    assert sum("subtract" in s["ops"] for s in convs) == 1  # the sum of the dequantized
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
