@@ -17,6 +17,13 @@ fuse_ops.cc), in three steps:
    `CheckPath` checks every path from a node to its post-dominator; `CommitFuse`
    merges every group on those paths into the post-dominator's. A fusion that would
    make a group of more than `relay.FuseOps.max_depth` nodes (MAX_DEPTH, 64) is skipped.
+   One departure from TVM: an anchored group does not take in a cast that widens its
+   result (int8 -> float32: a DequantizeLinear after a quantized convolution's
+   requantize) when that value is on its way into a sum (a residual Add) that another
+   anchor's group has already taken: the cast and what follows it fuse into the sum's
+   group instead, as they do where the 8-bit value has other readers, so the value
+   between the two kernels is stored in its narrow type (a quarter of the bytes)
+   rather than in float, where TVM's order would store the float.
 
 Each group with an op becomes a `Function` with `Primitive=1` whose parameters
 (`%p0`, `%p1`, ...) take the values from outside the group, called where the group's
@@ -184,6 +191,25 @@ class Group:
         return root
 
 
+def _sum_it_widens_into(n: Node, dom: Node, tree: list[TreeNode]) -> Node | None:
+    """Where `dom` is a cast that widens `n`'s value and leads, through elementwise ops
+    (at most MAX_DEPTH of them), into an elementwise op with a second tensor operand
+    that is no constant: that op (the module docstring's departure); else None."""
+    cast = dom.ref
+    if not (isinstance(cast, Call) and isinstance(cast.op, Op) and cast.op.name == "cast"
+            and np.dtype(cast.ty.dtype).itemsize > np.dtype(cast.args[0].ty.dtype).itemsize):
+        return None
+    prev, t = dom, tree[dom.index].parent
+    for _ in range(MAX_DEPTH):
+        if t is None or t.gnode.pattern > BROADCAST or not isinstance(t.gnode.ref, Call):
+            return None
+        if any(getattr(a.ty, "shape", ()) and a is not prev.ref and not isinstance(a, Constant)
+               for a in t.gnode.ref.args):
+            return t.gnode
+        prev, t = t.gnode, t.parent
+    return None
+
+
 def _count_with(groups: list[Group], child: Node, dom: Node) -> int:
     """The nodes of `dom`'s group and of those on the paths from `child` to `dom`: the
     size of the group that fusing them would make."""
@@ -256,6 +282,11 @@ def partition(order: list[Node], opt_level: int, max_depth: int = MAX_DEPTH) -> 
                 continue
             if group.find_root() is dom_group.find_root() or dom_group.pattern == TUPLE:
                 continue
+            if groups[n.index].find_root().anchor_ref is not None:
+                total = _sum_it_widens_into(n, dom, tree)
+                if total is not None and groups[total.index].find_root().anchor_ref is not None:
+                    continue  # the sum is another anchor's: this value stays narrow
+
             if group.pattern == OUT_FUSABLE:
                 if phase == 0 and t.pattern == ELEMWISE and \
                         check_path(n, dom, lambda k, sink: k <= BROADCAST):
