@@ -87,6 +87,14 @@ def _scalar(value, dtype: str):
     return Constant(np.array(value, dtype))
 
 
+def _nonzero(ctx, zero) -> bool:
+    """Whether a zero point is given and may be other than 0: adding or subtracting a
+    known 0 is left out (exact: the sum is an integer-valued float that is saturated and
+    cast, or the dequantized difference of integers, where -0.0 cannot arise)."""
+    return zero is not None and not (ctx.known(zero) and not np.any(ctx.value(zero,
+                                                                            "zero point")))
+
+
 def _quantize(ctx, args, attrs, node):
     x, scale = args[0], args[1]
     zero = args[2] if len(args) > 2 else None
@@ -111,7 +119,8 @@ def _quantize(ctx, args, attrs, node):
     q = tensor.round(graph.divide(_as(x, work, ctx), _as(scale, work, ctx)))
     q = _as(q, "float32", ctx)  # an integer already: exact in float32 below 2^24
     if zero is not None:
-        q = graph.add(q, _as(_per_axis(ctx, zero, x, attrs, "y_zero_point"), "float32", ctx))
+        zero = _per_axis(ctx, zero, x, attrs, "y_zero_point")  # checked even when 0
+        q = graph.add(q, _as(zero, "float32", ctx)) if _nonzero(ctx, zero) else q
     return _saturated(q, out)
 
 
@@ -156,7 +165,8 @@ def _dequantize(ctx, args, attrs, node):
     work = "float64" if source == "int32" and zero is not None else "float32"
     dx = _as(_as(x, "float32", ctx), work, ctx)
     if zero is not None:
-        dx = graph.subtract(dx, _as(_per_axis(ctx, zero, x, attrs, "x_zero_point"), work, ctx))
+        zero = _per_axis(ctx, zero, x, attrs, "x_zero_point")  # checked even when 0
+        dx = graph.subtract(dx, _as(zero, work, ctx)) if _nonzero(ctx, zero) else dx
     wide = _promoted(work, ctx.dtype(scale))
     y = graph.multiply(_as(dx, wide, ctx),
                        _as(_per_axis(ctx, scale, x, attrs, "x_scale"), wide, ctx))
@@ -273,7 +283,7 @@ def _qlinear_matmul(ctx, args, attrs, node):
         raise ValueError("the scales must be all float32 or all float16")
     factor = graph.divide(graph.multiply(scales[0], scales[1]), scales[2])
     d = graph.multiply(_as(product, "float64", ctx), _as(factor, "float64", ctx))
-    if y_zero is not None:
+    if _nonzero(ctx, y_zero):
         zero = reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero
         d = graph.add(d, _as(zero, "float64", ctx))
     return _saturated(tensor.round(d), out, "float64")
@@ -398,7 +408,8 @@ def _qlinear_conv(ctx, args, attrs, node):
         raise ValueError("the scales must be all float32 or all float16")
     w_scale = _per_channel(ctx, w_scale, w, "w_scale", True)
     factor = graph.divide(graph.multiply(scales[0], w_scale), scales[1])
-    zero = None if y_zero is None else reshape(y_zero, ()) if ctx.shape(y_zero) else y_zero
+    zero = None if not _nonzero(ctx, y_zero) else reshape(y_zero, ()) if ctx.shape(y_zero) \
+        else y_zero
     if fast:
         d = tensor.round(graph.multiply(_as(acc, "float32", ctx), _as(factor, "float32", ctx)))
         if zero is not None:
