@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from compiler.ir.expr import (Add, And, Call, CmpOp, Div, Expr, IntImm, Max, Min, Mul, Or,
                               ProducerLoad, Select, Sub, is_float)
-from compiler.ir.functor import children
+from compiler.ir.functor import children, exists
 from compiler.ir.reduce import Reduce
 from compiler.lang.tensor import ComputeOp, Tensor
 
@@ -42,6 +42,21 @@ def compute_flop(outputs: list[Tensor]) -> int:
             total += elements * _float_ops(op.body, op.name)
             stack.extend(t.op for t in op.input_tensors())
     return total
+
+
+def work_unit(outputs: list[Tensor]) -> str:
+    """"GOPS" when the compute of `outputs` does int8 dot products (te.dot_u8s8: its
+    work is integer multiply-adds), else "GFLOPS": the unit a task's rate is printed in."""
+    seen, stack = set(), [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if op in seen or not isinstance(op, ComputeOp):
+            continue
+        seen.add(op)
+        if exists(op.body, lambda e: isinstance(e, Call) and e.name == "dot_u8s8"):
+            return "GOPS"
+        stack.extend(t.op for t in op.input_tensors())
+    return "GFLOPS"
 
 
 def _float_ops(e: Expr, tensor: str) -> int:

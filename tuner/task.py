@@ -18,7 +18,7 @@ import search_spaces
 from compiler import Target
 from compiler.lang.tensor import PlaceholderOp
 
-from .flop import compute_flop
+from .flop import compute_flop, work_unit
 
 
 def _spelled_out(target: Target) -> str:
@@ -71,6 +71,12 @@ class Task:
     def flop(self) -> int:
         """Floating-point operations of one call, to turn seconds into GFLOPS."""
         return compute_flop(self.tensors()[1])
+
+    @functools.cached_property
+    def unit(self) -> str:
+        """What its rate is printed in: "GOPS" for an int8 kernel's integer multiply-adds
+        (tuner/flop.py), "GFLOPS" else."""
+        return work_unit(self.tensors()[1])
 
     def gflops(self, seconds: float | None) -> float | None:
         """GFLOPS of a call that takes `seconds` (records.gflops); None when there is no

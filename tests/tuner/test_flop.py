@@ -4,7 +4,7 @@ import pytest
 
 import search_spaces
 from compiler import ops, te
-from tuner.flop import compute_flop
+from tuner.flop import compute_flop, work_unit
 
 
 def _template_tensors(name, *args):
@@ -122,3 +122,15 @@ def test_int8_kernels_count_two_operations_per_multiply_add():
     rows = te.placeholder((7, 36), name="rows", dtype="uint8")
     words = te.placeholder((2, 9, 16), name="words", dtype="int32")
     assert compute_flop([dense_int8(rows, words)]) == 2 * 7 * 32 * 36
+
+
+def test_int8_kernels_are_rated_in_gops_and_float_ones_in_gflops():
+    from compiler.ops.conv2d_nchwc_int8 import conv2d_nchwc_int8
+    data = te.placeholder((1, 2, 13, 13, 16), name="data", dtype="uint8")
+    kernel = te.placeholder((3, 2, 3, 3, 4, 16), name="kernel", dtype="int32")
+    assert work_unit([conv2d_nchwc_int8(data, kernel, 2, 1)]) == "GOPS"
+    a = te.placeholder((7, 13), name="a")
+    b = te.placeholder((13, 37), name="b")
+    k = te.reduce_axis((0, 13), name="k")
+    c = te.compute((7, 37), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="c")
+    assert work_unit([c]) == "GFLOPS"

@@ -176,6 +176,9 @@ def test_log_best_names_the_int8_convolution_the_build_applies(tmp_path):
     log(db, {("conv2d_nchwc_int8", args): 1e-6})
     said = best(db, "conv2d_nchwc_int8", *map(str, args))
     assert said["build_applies"].startswith("conv2d_nchwc_int8(1, 16, 7, 7, 32")
+    text = CliRunner().invoke(cli, ["log", "best", "conv2d_nchwc_int8", *map(str, args),
+                                    "--db", str(db)]).output
+    assert " GOPS, " in text and "GFLOPS" not in text  # integer multiply-adds: GOPS
     from compiler.graph.ir.op.qnn import qnn_conv2d
     x = graph.var("x", shape=(1, 16, 7, 7), dtype="uint8")
     w = graph.const(np.random.default_rng(4).integers(-128, 128, (32, 16, 3, 3)).astype("int8"))

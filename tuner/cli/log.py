@@ -73,9 +73,10 @@ def log_best(spec, task_id, target, db_path, as_json):
     table = Table("knob", "value", "stored as", box=None)
     for name, value in readable_knobs(record).items():
         table.add_row(name, value, json.dumps(record.knobs.get(name)))
-    logged = f"{format_gflops(record.gflops)} GFLOPS, {format_seconds(record.mean_cost)}"
+    unit = task.unit  # GOPS for an int8 template (tuner/flop.py)
+    logged = f"{format_gflops(record.gflops)} {unit}, {format_seconds(record.mean_cost)}"
     if record.confirmed:
-        what = (f"{format_gflops(record.best_gflops)} GFLOPS, "
+        what = (f"{format_gflops(record.best_gflops)} {unit}, "
                 f"{format_seconds(record.confirmed_cost)} confirmed "
                 f"({format_ratio(_speedup(record))} fallback); logged {logged}")
     else:

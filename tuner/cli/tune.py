@@ -354,10 +354,10 @@ class _TuneProgress:
             return f"{head}: confirmed: {format_confirmation(state)}"
         if state.batches == 0:
             gflops = state.task.gflops(state.fallback_cost)
-            return f"{head}: fallback config {format_gflops(gflops)} GFLOPS"
+            return f"{head}: fallback config {format_gflops(gflops)} {state.task.unit}"
         ratio = f" ({state.speedup:.2f}x fallback)" if state.speedup is not None else ""
         return (f"{head}: trials {self._trials(state)}, run {of_trials(s.done, s.trials)}, "
-                f"best {format_gflops(state.best_gflops)} GFLOPS{ratio}, errors "
+                f"best {format_gflops(state.best_gflops)} {state.task.unit}{ratio}, errors "
                 f"{format_errors(state.errors)}{model_estimate(s)}, ETA "
                 f"{format_clock(s.eta())}")
 
@@ -373,9 +373,16 @@ class _TuneProgress:
         for state in s.states:
             busy = "measuring" if s.in_flight is state else state.finished or "waiting"
             table.add_row(task_label(state.task.name, state.task.args), self._trials(state),
-                          format_gflops(state.best_gflops), format_ratio(state.speedup),
+                          _rate(state), format_ratio(state.speedup),
                           format_errors(state.errors), busy)
         return Group(head, table, *([self.stop_note] if self.stop_note else []))
+
+
+def _rate(state) -> str:
+    """A task's best rate for a table whose column says GFLOPS: "812.3 GOPS" for an
+    int8 task (its unit named), the plain number else."""
+    rate = format_gflops(state.best_gflops)
+    return f"{rate} GOPS" if state.task.unit == "GOPS" and state.best_gflops else rate
 
 
 def of_trials(done: int, trials: int | None) -> str:
@@ -411,7 +418,7 @@ def format_confirmation(state) -> str:
     # a share of a task tuned in no time (a library's one config) would say nothing
     share = f", {c.seconds / state.seconds:.1%} of its tuning time" \
         if state.seconds >= 1.0 else ""
-    return (f"best {best}, {format_gflops(state.task.gflops(c.best.cost))} GFLOPS "
+    return (f"best {best}, {format_gflops(state.task.gflops(c.best.cost))} {state.task.unit} "
             f"({format_seconds(c.best.cost)}, {format_ratio(c.speedup)} fallback); top "
             f"{len(c.ranking) - 1} and the fallback re-timed in {c.rounds} rounds, "
             f"{c.seconds:.2f} s{share}")
@@ -429,7 +436,7 @@ def _print_summary(scheduler, states, db, db_path: str, model: str | None = None
             f"{c.rounds} rounds, {c.seconds:.1f} s" + \
             (f" ({c.seconds / st.seconds:.0%})" if st.seconds else "")
         table.add_row(task_label(st.task.name, st.task.args), st.tuner_name, str(st.done),
-                      str(logged.get(key, 0)), format_gflops(st.best_gflops),
+                      str(logged.get(key, 0)), _rate(st),
                       format_ratio(st.speedup), confirmed, format_errors(st.errors),
                       st.finished or scheduler.stop_reason or "")
     console = print_table(table)
