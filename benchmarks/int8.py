@@ -12,7 +12,15 @@ that alternate them, a block of calls each with a pause before it, as models.py)
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/int8.py \\
         [--models resnet50,mobilenet_v2,bert] [--activations s8,u8] [--formats qdq,qop]
-        [--rounds 5]
+        [--rounds 5] [--db LOG] [--layers]
+
+With --db, "ours int8 tuned" and "ours fp32 tuned" join the rounds: the same files built
+under ApplyHistoryBest of that log (tune them first: autosched tune FILE --db LOG, the
+quantized file and the float32 one with the same budget). With --layers, each int8
+convolution of our int8 build (the tuned one with --db) is listed after the rounds with
+its GOPS, timed kernel by kernel (GraphExecutor.profile), and its share of the int8 peak
+benchmarks/peak.py measures on this host; the work counted is that of the packed
+channels (an image's 3 count as 4).
 
 Our build fuses each QDQ Conv group into a QLinearConv (compiler/frontend/qdq_fusion.py),
 which runs on int8 kernels (qnn.conv2d: vpdpbusd where the CPU has VNNI); the other
@@ -110,10 +118,47 @@ def output_scale(path: str) -> float:
     return float(numpy_helper.to_array(init[node.input[1]]))
 
 
-def ours(path: str, feeds: dict):
+TARGET = "llvm -num-cores=2"
+
+
+def built(path: str, db: str | None = None):
+    """Our build of the file, under ApplyHistoryBest(db) when a log is given."""
+    import contextlib
+
+    from records import ApplyHistoryBest
     mod, params = from_onnx(path)
-    lib = graph.build(mod, target="llvm -num-cores=2", params=params)
+    with ApplyHistoryBest(db) if db else contextlib.nullcontext():
+        return graph.build(mod, target=TARGET, params=params)
+
+
+def ours(path: str, feeds: dict, db: str | None = None):
+    lib = built(path, db)
     return lambda: lib.run(**feeds)
+
+
+def layers(lib, feeds: dict) -> None:
+    """Each int8 convolution's GOPS against the int8 peak (the --layers listing)."""
+    import re
+
+    from peak import int8_peak
+
+    from compiler import Target
+    _, peak = int8_peak(Target(TARGET))
+    for k, v in feeds.items():
+        lib.set_input(k, v)
+    lib.run()
+    rows = []
+    for step, row in zip(lib.plan["steps"], lib.profile(repeat=3)):
+        work = (step.get("info") or {}).get("workload") or ""
+        m = re.match(r"conv2d_nchwc_int8\(" + ", ".join([r"(\d+)"] * 9), work)
+        if m:
+            n, c, h, w, k, r, s_, stride, pad = map(int, m.groups())
+            oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s_) // stride + 1
+            gops = 2 * n * c * k * r * s_ * oh * ow / row["seconds"] / 1e9
+            rows.append((row["seconds"], gops, work, (step.get("info") or {}).get("config")))
+    print(f"  int8 peak {peak:.1f} GOPS; the int8 convolutions, heaviest first:")
+    for seconds, gops, work, config in sorted(rows, reverse=True):
+        print(f"    {seconds * 1e3:6.3f} ms {gops:7.1f} GOPS {gops / peak:5.0%}  {work} {config}")
 
 
 def theirs(path: str, feeds: dict):
@@ -121,7 +166,8 @@ def theirs(path: str, feeds: dict):
     return lambda: session.run(None, feeds)
 
 
-def one(name: str, activations: str, fmt: str, rounds: int) -> None:
+def one(name: str, activations: str, fmt: str, rounds: int, db: str | None = None,
+        with_layers: bool = False) -> None:
     path = os.path.join(FOLDER, f"{name}.onnx")
     if not os.path.exists(path):
         raise SystemExit(f"{path}: export it first (benchmarks/compile_time.py --models {name})")
@@ -129,6 +175,9 @@ def one(name: str, activations: str, fmt: str, rounds: int) -> None:
     feeds = feeds_of(path)
     runs = {"ours int8": ours(file, feeds), "ORT int8": theirs(file, feeds),
             "ours fp32": ours(path, feeds), "ORT fp32": theirs(path, feeds)}
+    if db:
+        runs["ours int8 tuned"] = ours(file, feeds, db)
+        runs["ours fp32 tuned"] = ours(path, feeds, db)
     try:
         ov = openvino_runner(file, feeds)
     except Exception as err:  # noqa: BLE001 - a file OpenVINO does not read: left out
@@ -157,6 +206,13 @@ def one(name: str, activations: str, fmt: str, rounds: int) -> None:
           f"{times['ours fp32'] / times['ours int8']:.2f}x our float32's; ONNX "
           f"Runtime int8 is {times['ORT fp32'] / times['ORT int8']:.2f}x its float32's",
           flush=True)
+    if db:
+        tuned = times["ours int8 tuned"]
+        print(f"  ours int8 tuned is {times['ORT int8'] / tuned:.2f}x ONNX Runtime int8's "
+              f"speed, {faster / tuned:.2f}x the faster peer's and "
+              f"{times['ours fp32 tuned'] / tuned:.2f}x our float32 tuned's", flush=True)
+    if with_layers and fmt != "dynamic":
+        layers(built(file, db), feeds)
 
 
 def main():
@@ -165,16 +221,19 @@ def main():
     p.add_argument("--activations", default="s8,u8")
     p.add_argument("--formats", default="qdq", help="qdq, qop (BERT: always dynamic)")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--db", help="a tuning log: our tuned builds join the rounds")
+    p.add_argument("--layers", action="store_true",
+                   help="each int8 convolution's GOPS against the int8 peak")
     opt = p.parse_args()
     import onnxruntime
     onnxruntime.set_default_logger_severity(3)  # not a warning per unused initializer
     for name in opt.models.split(","):
         if name == "bert":
-            one(name, "u8", "dynamic", opt.rounds)
+            one(name, "u8", "dynamic", opt.rounds, opt.db)
             continue
         for fmt in opt.formats.split(","):
             for activations in opt.activations.split(","):
-                one(name, activations, fmt, opt.rounds)
+                one(name, activations, fmt, opt.rounds, opt.db, opt.layers)
 
 
 if __name__ == "__main__":
