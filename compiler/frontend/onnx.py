@@ -31,7 +31,7 @@ from ..graph.ir.expr import Constant, Function, Var
 from ..ir.dtype import is_float
 from .onnx_ops import CONVERTERS, DOMAINS
 from .onnx_ops.common import COMPILED, DTYPES, Attributes, Context, dtype_name
-from .qdq_fusion import fuse_qdq
+from .qdq_fusion import fuse_qdq, warn_in_float
 
 OPSETS = range(1, 29)
 """The default-domain opsets whose semantics these converters follow: all of onnx 1.23's.
@@ -91,8 +91,10 @@ def from_onnx(model, shape: dict | None = None) -> tuple:
         values[name] = var = Var(name, graph.TensorType(array.shape, str(array.dtype)))
         weights.append(var)
     context = Context(params, opset, where)
-    for node in fuse_qdq(g.node, arrays, {o.name for o in g.output}):
+    nodes = fuse_qdq(g.node, arrays, {o.name for o in g.output})
+    for node in nodes:
         _convert_node(context, node, values)
+    warn_in_float(nodes, where, context.in_float)
     results = [_use(values, o.name, f"{where}: graph output {o.name!r}") for o in g.output]
     for o, result in zip(g.output, results):
         try:

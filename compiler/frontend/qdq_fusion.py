@@ -28,15 +28,54 @@ float, the type's least value in the integers) saturates to the same least value
 the stem's pool reads and writes 8-bit values, a quarter of the bytes.
 
 Every other node is imported as it is: what does not fuse runs in float32 between its
-DequantizeLinear and QuantizeLinear nodes.
+DequantizeLinear and QuantizeLinear nodes, and `in_float` names those operators (the
+import warns with QuantizedInFloatWarning, naming also the quantized convolutions that
+no int8 kernel takes, such as depthwise ones, which are exact in float32) but for the
+elementwise ones, which fuse into a neighbouring kernel whose values between kernels
+stay 8-bit.
 """
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 
 import numpy as np
 
 _DEFAULT = ("", "ai.onnx")
+_ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "Sigmoid", "LeakyRelu", "Tanh",
+                "HardSigmoid", "HardSwish", "Max", "Min", "Abs", "Neg", "Identity"}
+
+
+class QuantizedInFloatWarning(UserWarning):
+    """Quantized operators of a model that run in float32 (no int8 kernel takes them)."""
+
+
+def in_float(nodes) -> list[str]:
+    """'Op "name"' of each node (after fuse_qdq) that reads a DequantizeLinear and is
+    read by a QuantizeLinear, elementwise ones left out (module docstring)."""
+    nodes = list(nodes)
+    producer = {o: n for n in nodes for o in n.output}
+    readers = defaultdict(list)
+    for n in nodes:
+        for name in n.input:
+            readers[name].append(n)
+    return [f'{n.op_type} "{n.name or n.output[0]}"' for n in nodes
+            if n.domain in _DEFAULT and n.op_type not in _ELEMENTWISE
+            and not n.op_type.endswith("QuantizeLinear")
+            and any(_is(producer.get(i), "DequantizeLinear") for i in n.input)
+            and any(_is(r, "QuantizeLinear") for o in n.output for r in readers[o])]
+
+
+def warn_in_float(nodes, where: str, more: list[str] = ()) -> None:
+    """The QuantizedInFloatWarning of a graph's nodes, when `in_float` names any or the
+    converters add `more` (a quantized convolution of no int8 kernel: a depthwise one)."""
+    names = [*in_float(nodes), *more]
+    if names:
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        warnings.warn(f"{where}: {len(names)} quantized operator(s) have no int8 kernel and "
+                      f"run in float32 (or int32, where named), exactly or between their "
+                      f"DequantizeLinear and QuantizeLinear: {shown}",
+                      QuantizedInFloatWarning, stacklevel=3)
 
 
 def fuse_qdq(nodes, arrays: dict, outputs: set) -> list:

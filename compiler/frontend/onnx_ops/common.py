@@ -85,6 +85,7 @@ class Context:
         self._types: dict[int, object] = {}
         self._keep: list = []  # the typed expressions: ids key _types
         self._folded: set[int] = set()  # the nodes' outputs: fold stops at them
+        self.in_float: list[str] = []  # quantized operators computed in float32 / int32
 
     def value(self, expr: Expr | None, what: str) -> np.ndarray:
         """The array of an input that must be known when importing (an initializer, a

@@ -362,6 +362,10 @@ def _integer_conv(ctx, x, w, x_zero, w_zero, attrs, node):
     fast = _int8_conv(ctx, x, x_zero, w, w_zero, attrs)
     operands = list(_conv_operands(ctx, x, w, x_zero, w_zero))
     terms = int(np.prod(ctx.shape(w)[1:]))
+    if fast is None:  # the import names it (QuantizedInFloatWarning)
+        how = "float32" if terms <= FLOAT_EXACT_TERMS else "int32"
+        ctx.in_float.append(f'{node.op_type} "{node.name or node.output[0]}" (group '
+                            f'{attrs.get("group", 1)}, in {how})')
     if fast is None and terms <= FLOAT_EXACT_TERMS:
         floats = [tensor.cast(v, "float32") for v in operands]
         return tensor.cast(_VISION["Conv"](ctx, floats, attrs, node), "int32"), False

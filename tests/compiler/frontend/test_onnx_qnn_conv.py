@@ -6,6 +6,8 @@ padded to words of 4; 13 output channels, which stay unpacked), strides, padding
 1x1 / 7x7 windows; groups that do not fuse stay as they are and still agree."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from compiler import graph  # noqa: E402
 from compiler.frontend import from_onnx  # noqa: E402
-from compiler.frontend.qdq_fusion import fuse_qdq  # noqa: E402
+from compiler.frontend.qdq_fusion import QuantizedInFloatWarning, fuse_qdq  # noqa: E402
 from compiler.target import Target  # noqa: E402
 
 ONNX_TYPE = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8}
@@ -153,7 +155,9 @@ def test_convolutions_that_are_no_qnn_conv_are_exact(group, c, weight_type):
             "y", out, None)], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     x = rng.integers(low, 256, (1, c, 13, 13)).astype(np.uint8)
-    _, got, want = _run_both(model, x)
+    how = "float32" if group > 1 else "int32"
+    with pytest.warns(QuantizedInFloatWarning, match=f"group {group}, in {how}"):
+        _, got, want = _run_both(model, x)  # the import names it
     np.testing.assert_array_equal(got, want)
 
 
@@ -184,7 +188,12 @@ def test_a_max_pool_between_the_same_quantization_pools_the_quantized_values(dty
     model, x = _qdq_max_pool(dtype, same_scale)
     fused = _fused_ops(model)
     assert (fused == ["QuantizeLinear", "MaxPool", "DequantizeLinear"]) == same_scale
-    _, got, want = _run_both(model, x)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        _, got, want = _run_both(model, x)
+    named = [str(w.message) for w in said if w.category is QuantizedInFloatWarning]
+    assert bool(named) != same_scale  # the pool in float32 is named
+    assert same_scale or 'MaxPool "' in named[0]
     np.testing.assert_array_equal(got, want)  # max and the round trip are exact
 
 
