@@ -260,7 +260,8 @@ def _qlinear_matmul(ctx, args, attrs, node):
     """QLinearMatMul: the int32 product of the operands less their zero points, times
     a_scale * b_scale / y_scale (in the scales' type, as ONNX's reference rounds it), in
     float64, plus y_zero_point, rounded and saturated to y's type. b's scale and zero
-    point may be per column."""
+    point may be per column. The int32 product is a qnn.dense (the int8 kernels) where
+    one applies (_int8_matmul: constant int8 b of zero point 0), the same integers."""
     a, a_scale, a_zero, b, b_scale, b_zero, y_scale = args[:7]
     y_zero = args[7] if len(args) > 7 else None
     out = ctx.dtype(y_zero) if y_zero is not None else ctx.dtype(a)
@@ -270,7 +271,9 @@ def _qlinear_matmul(ctx, args, attrs, node):
         if v is not None and int(np.prod(ctx.shape(v))) != 1:
             raise ValueError(f"{name} of shape {list(ctx.shape(v))} is not supported "
                              "(a scalar)")
-    product = matmul(ctx, *_integer_operands(ctx, a, b, a_zero, b_zero))
+    product = _int8_matmul(ctx, a, b, a_zero, b_zero)
+    if product is None:
+        product = matmul(ctx, *_integer_operands(ctx, a, b, a_zero, b_zero))
     columns = ctx.shape(product)[-1]
     b_shape = ctx.shape(b_scale)
     if int(np.prod(b_shape)) != 1 and tuple(b_shape) != (columns,):

@@ -248,3 +248,25 @@ def test_qlinear_conv_follows_onnx_and_onnx_runtime(activations):
                                   providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     assert np.abs(got.astype(int) - theirs).max() <= 1  # ORT requantizes in float32
     assert len(np.unique(got)) > 20
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_qlinear_matmul_of_constant_int8_weights_runs_on_the_int8_dense(dtype):
+    """Constant int8 b of zero point 0 (what ONNX Runtime's quantizer writes): the
+    product is a qnn.dense, the same integers; batched a, a zero point, 37 columns."""
+    rng = np.random.default_rng(6)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max + 1, (2, 7, 40)).astype(dtype)
+    b = rng.integers(-128, 128, (40, 37)).astype(np.int8)
+    consts = [np.array(0.02, F), np.array(5, dtype), None, None,
+              np.array(0.015, F), np.array(0, np.int8), np.array(0.3, F), np.array(9, dtype)]
+    model, _ = node_model("QLinearMatMul", [node(
+        In(2, 7, 40, dtype=dtype), consts[0], consts[1], b, consts[4], consts[5], consts[6],
+        consts[7])], opset=10)
+    assert "qnn.dense" in str(from_onnx(model)[0])
+    got = _built(model).run(in0_0=a)[0]
+    product = (a.astype(np.int32) - consts[1]) @ b.astype(np.int32)
+    want = np.clip(np.rint(product * (consts[0] * consts[4] / consts[6]) + consts[7]),
+                   info.min, info.max).astype(dtype)
+    np.testing.assert_array_equal(got, want)  # ONNX's reference formula
+    assert len(np.unique(got)) > 20
