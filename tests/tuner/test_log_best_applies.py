@@ -179,6 +179,11 @@ def test_log_best_names_the_int8_convolution_the_build_applies(tmp_path):
     text = CliRunner().invoke(cli, ["log", "best", "conv2d_nchwc_int8", *map(str, args),
                                     "--db", str(db)]).output
     assert " GOPS, " in text and "GFLOPS" not in text  # integer multiply-adds: GOPS
+    top = CliRunner().invoke(cli, ["log", "top", "conv2d_nchwc_int8", *map(str, args),
+                                   "--db", str(db)]).output
+    assert "logged GOPS" in top and "GFLOPS" not in top
+    tasks = CliRunner().invoke(cli, ["log", "tasks", "--db", str(db)]).output
+    assert " GOPS" in tasks
     from compiler.graph.ir.op.qnn import qnn_conv2d
     x = graph.var("x", shape=(1, 16, 7, 7), dtype="uint8")
     w = graph.const(np.random.default_rng(4).integers(-128, 128, (32, 16, 3, 3)).astype("int8"))

@@ -46,10 +46,24 @@ def log_tasks(db_path: str, as_json: bool):
                   "best time", "confirmed", box=None)
     for t in summaries:
         table.add_row(str(t.id), task_label(t.template, t.args), t.target, str(t.records),
-                      str(t.errors), str(t.stale), format_gflops(t.best_gflops),
+                      str(t.errors), str(t.stale), _best_rate(t),
                       format_seconds(t.best_cost),
                       "yes" if t.confirmed else "-" if t.best_cost is None else "no")
     make_console().print(table)
+
+
+def _best_rate(summary) -> str:
+    """A logged task's best rate for the tasks table, whose column says GFLOPS: with
+    " GOPS" after it for an int8 template (tuner/flop.py)."""
+    from ..task import Task
+    rate = format_gflops(summary.best_gflops)
+    if summary.best_gflops is None:
+        return rate
+    try:
+        unit = Task(summary.template, summary.args, summary.target).unit
+    except Exception:  # noqa: BLE001 - a template this build does not know: as logged
+        unit = "GFLOPS"
+    return f"{rate} GOPS" if unit == "GOPS" else rate
 
 
 @log.command("best")
@@ -108,8 +122,8 @@ def log_top(spec, task_id, target, k, db_path, as_json):
     if as_json:
         return print_json([record_json(r) for r in found])
     from rich.table import Table
-    table = Table("rank", "confirmed GFLOPS", "time", "vs fallback", "logged GFLOPS",
-                  "logged time", "config", "knobs", "tuner")
+    table = Table("rank", f"confirmed {task.unit}", "time", "vs fallback",
+                  f"logged {task.unit}", "logged time", "config", "knobs", "tuner")
     fallback = _fallback_index(task)
     for rank, r in enumerate(found, start=1):
         knobs = ", ".join(f"{n}={v}" for n, v in readable_knobs(r).items())
