@@ -11,6 +11,11 @@ with the int8 convolutions' epilogues around them (ONNX Runtime runs them on int
 kernels that round in float32 as well; the results agree within a step). Optional
 zero points absent are 0 of the first operand's type. A zero point absent at the output
 takes A's type, as ONNX Runtime's kernels do.
+
+MatMulIntegerToFloat is MatMulInteger's int32 product (a qnn.dense where one applies:
+constant int8 B of zero point 0) times a_scale * b_scale (b's per column too), in
+float32, plus the float bias; DynamicQuantizeMatMul is the same after A is quantized as
+DynamicQuantizeLinear does (uint8 by its range and 0), as ONNX Runtime computes both.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import numpy as np
 
 from ... import graph
 from ...graph.ir.expr import Constant
+from ...graph.ir.op.transform import reshape
 from .common import Attributes
 from . import quantize
 
@@ -102,6 +108,36 @@ def _qgemm(ctx, args, attrs, node):
     return y if y_s is None else _q(ctx, y, y_s, y_z, a, node)
 
 
+def _matmul_integer_to_float(ctx, args, attrs, node):
+    """MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias)."""
+    a, b, a_s, b_s, a_z, b_z, bias = (_arg(args, i) for i in range(7))
+    if int(np.prod(ctx.shape(a_s))) != 1:
+        raise ValueError(f"a_scale of shape {list(ctx.shape(a_s))} is not supported "
+                         "(a scalar)")
+    columns = ctx.shape(b)[-1]
+    if int(np.prod(ctx.shape(b_s))) != 1 and tuple(ctx.shape(b_s)) != (columns,):
+        raise ValueError(f"b_scale of shape {list(ctx.shape(b_s))} is not supported (a "
+                         f"scalar, or a vector of the {columns} columns)")
+    for name, v in (("a_scale", a_s), ("b_scale", b_s), ("bias", bias)):
+        if v is not None and ctx.dtype(v) != "float32":
+            raise ValueError(f"{name} of {ctx.dtype(v)} is not supported (float32)")
+    product = quantize.CONVERTERS["MatMulInteger"](ctx, [a, b, a_z, b_z], Attributes({}),
+                                                   node)
+    scale = graph.multiply(reshape(a_s, ()) if ctx.shape(a_s) else a_s, b_s)
+    y = graph.multiply(graph.op.tensor.cast(product, "float32"), scale)
+    return y if bias is None else graph.add(y, bias)
+
+
+def _dynamic_quantize_matmul(ctx, args, attrs, node):
+    """DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias): A quantized to uint8 as
+    DynamicQuantizeLinear does, then MatMulIntegerToFloat."""
+    a, b, b_s, b_z, bias = (_arg(args, i) for i in range(5))
+    if ctx.dtype(a) != "float32":
+        raise ValueError(f"A of {ctx.dtype(a)} is not supported (float32)")
+    q, a_s, a_z = quantize.CONVERTERS["DynamicQuantizeLinear"](ctx, [a], Attributes({}), node)
+    return _matmul_integer_to_float(ctx, [q, b, a_s, b_s, a_z, b_z, bias], attrs, node)
+
+
 CONVERTERS = {
     "QLinearAdd": _binary("Add"),
     "QLinearMul": _binary("Mul"),
@@ -110,5 +146,7 @@ CONVERTERS = {
     "QLinearGlobalAveragePool": _global_average_pool,
     "QLinearConcat": _concat,
     "QGemm": _qgemm,
+    "MatMulIntegerToFloat": _matmul_integer_to_float,
+    "DynamicQuantizeMatMul": _dynamic_quantize_matmul,
 }
 """com.microsoft op type -> converter."""

@@ -1,5 +1,6 @@
 """The com.microsoft operators of ONNX Runtime's QOperator files (QLinearAdd, QLinearMul,
-QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat, QGemm) import
+QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat, QGemm; and
+MatMulIntegerToFloat and DynamicQuantizeMatMul of dynamic quantization) import
 by domain and op type and agree with ONNX Runtime within one quantization step (it runs
 them on its own integer kernels, we on float ones between dequantize and quantize); a
 com.microsoft op we lack and an unknown domain are refused by name."""
@@ -102,10 +103,47 @@ def test_a_microsoft_op_we_lack_and_an_unknown_domain_are_refused_by_name():
     node = helper.make_node("QLinearSoftmax", ["a", "as", "az", "cs", "cz"], ["y"], domain=MS)
     model = _model([node], [("a", TensorProto.UINT8, [1, 8])], TensorProto.UINT8, QUANT)
     with pytest.raises(FrontendError, match="op type QLinearSoftmax of domain com.microsoft "
-                                            "is not supported; the supported ones are QGemm"):
+                                            "is not supported; the supported ones are "
+                                            "DynamicQuantizeMatMul, MatMulIntegerToFloat, "
+                                            "QGemm"):
         from_onnx(model)
     node = helper.make_node("Foo", ["a"], ["y"], domain="org.example")
     model = _model([node], [("a", TensorProto.UINT8, [1, 8])], TensorProto.UINT8, [])
     with pytest.raises(FrontendError, match="domain 'org.example' is not supported "
                                             r"\(supported: ONNX's default domain, com.microsoft"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("weights,per_column,bias", [
+    ("int8", False, True), ("int8", True, False), ("uint8", True, True)])
+def test_matmul_integer_to_float_and_dynamic_quantize_matmul(weights, per_column, bias):
+    """The float results of the two dynamic-quantization operators agree with ONNX
+    Runtime to float32 rounding: int8 weights of zero point 0 (on qnn.dense) and uint8
+    ones with a zero point per column (the int32 matmul), a bias or none."""
+    rng = np.random.default_rng(11)
+    b = rng.integers(-128, 128, (40, 37)) if weights == "int8" else \
+        rng.integers(0, 256, (40, 37))
+    scale = rng.uniform(0.001, 0.01, 37) if per_column else np.array(0.004)
+    zero = np.zeros(scale.shape) if weights == "int8" else rng.integers(100, 150, scale.shape)
+    inits = [_i("b", b, weights), _i("bs", scale, np.float32), _i("bz", zero, weights),
+             _i("as", 0.02, np.float32), _i("az", 7, np.uint8)]
+    tail = ["bias"] if bias else []
+    if bias:
+        inits.append(_i("bias", rng.standard_normal(37), np.float32))
+    a8 = rng.integers(0, 256, (2, 7, 40)).astype(np.uint8)
+    a = rng.standard_normal((2, 7, 40)).astype(np.float32)
+    for op, inputs, feeds, kind in [
+            ("MatMulIntegerToFloat", ["a", "b", "as", "bs", "az", "bz", *tail], {"a": a8},
+             TensorProto.UINT8),
+            ("DynamicQuantizeMatMul", ["a", "b", "bs", "bz", *tail], {"a": a},
+             TensorProto.FLOAT)]:
+        node = helper.make_node(op, inputs, ["y"], domain=MS)
+        model = _model([node], [("a", kind, [2, 7, 40])], TensorProto.FLOAT, inits)
+        want = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        mod, params = from_onnx(model)
+        if weights == "int8":
+            assert "qnn.dense" in str(mod)
+        got = graph.build(mod, params=params).run(**feeds)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max(),
+                                   err_msg=op)
