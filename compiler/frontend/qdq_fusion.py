@@ -54,11 +54,7 @@ def in_float(nodes) -> list[str]:
     """'Op "name"' of each node (after fuse_qdq) that reads a DequantizeLinear and is
     read by a QuantizeLinear, elementwise ones left out (module docstring)."""
     nodes = list(nodes)
-    producer = {o: n for n in nodes for o in n.output}
-    readers = defaultdict(list)
-    for n in nodes:
-        for name in n.input:
-            readers[name].append(n)
+    producer, readers = _links(nodes)
     return [f'{n.op_type} "{n.name or n.output[0]}"' for n in nodes
             if n.domain in _DEFAULT and n.op_type not in _ELEMENTWISE
             and not n.op_type.endswith("QuantizeLinear")
@@ -84,35 +80,36 @@ def fuse_qdq(nodes, arrays: dict, outputs: set) -> list:
     `outputs`: the graph's output names."""
     import onnx
     nodes = list(nodes)
+    producer, readers = _links(nodes)
+    fused, dropped = {}, set()
+    for n in nodes:
+        if _is(n, "Conv"):
+            op, inputs = "QLinearConv", _group(n, producer, readers, arrays, outputs)
+        elif _is(n, "MaxPool") and _passes_quantized(n, producer, readers, arrays, outputs):
+            op, inputs = "MaxPool", [producer[n.input[0]].input[0]]
+        else:
+            continue
+        if inputs is None:
+            continue
+        q = readers[n.output[0]][0]  # the QuantizeLinear the fused node stands for too
+        node = onnx.helper.make_node(op, inputs, list(q.output), name=n.name)
+        node.attribute.extend(n.attribute)
+        fused[id(n)] = node
+        dropped.add(id(q))
+    kept = [fused.get(id(n), n) for n in nodes if id(n) not in dropped]
+    read = {name for n in kept for name in n.input} | outputs
+    return [n for n in kept if n.op_type != "DequantizeLinear" or n.domain not in _DEFAULT
+            or any(o in read for o in n.output)]
+
+
+def _links(nodes) -> tuple[dict, dict]:
+    """(the node that writes each value, the nodes that read each value) of `nodes`."""
     producer = {o: n for n in nodes for o in n.output}
     readers = defaultdict(list)
     for n in nodes:
         for name in n.input:
             readers[name].append(n)
-    fused, dropped = {}, set()
-    for conv in nodes:
-        if conv.op_type != "Conv" or conv.domain not in _DEFAULT:
-            continue
-        inputs = _group(conv, producer, readers, arrays, outputs)
-        if inputs is None:
-            continue
-        q = readers[conv.output[0]][0]
-        node = onnx.helper.make_node("QLinearConv", inputs, list(q.output), name=conv.name)
-        node.attribute.extend(conv.attribute)
-        fused[id(conv)] = node
-        dropped.add(id(q))
-    for pool in nodes:
-        if _is(pool, "MaxPool") and _passes_quantized(pool, producer, readers, arrays, outputs):
-            q = readers[pool.output[0]][0]
-            node = onnx.helper.make_node("MaxPool", [producer[pool.input[0]].input[0]],
-                                         list(q.output), name=pool.name)
-            node.attribute.extend(pool.attribute)
-            fused[id(pool)] = node
-            dropped.add(id(q))
-    kept = [fused.get(id(n), n) for n in nodes if id(n) not in dropped]
-    read = {name for n in kept for name in n.input} | outputs
-    return [n for n in kept if n.op_type != "DequantizeLinear" or n.domain not in _DEFAULT
-            or any(o in read for o in n.output)]
+    return producer, readers
 
 
 def _group(conv, producer, readers, arrays, outputs) -> list | None:
