@@ -8,7 +8,8 @@ its source's operations plus its combine (one add for a sum) once per point of i
 reduce axes. Integer arithmetic is not counted: it is addressing (indices, the bounds
 tests of a padding stage), not the work the operator is asked to do; except te.dot_u8s8,
 an int8 kernel's work: four multiply-adds, 8 operations, so that an int8 convolution or
-dense counts 2 * multiply-adds as a float one does (reported as GOPS of it).
+dense counts 2 * multiply-adds as a float one does (reported as GOPS of it; a depthwise
+int8 convolution's are float32 multiply-adds of widened bytes, counted as such).
 """
 from __future__ import annotations
 
@@ -45,18 +46,24 @@ def compute_flop(outputs: list[Tensor]) -> int:
 
 
 def work_unit(outputs: list[Tensor]) -> str:
-    """"GOPS" when the compute of `outputs` does int8 dot products (te.dot_u8s8: its
-    work is integer multiply-adds), else "GFLOPS": the unit a task's rate is printed in."""
+    """"GOPS" when the compute of `outputs` sums products of 8-bit integers (a reduction
+    reading int8 or uint8 values: te.dot_u8s8's words, or a depthwise int8 convolution's
+    bytes widened to float32: its work is integer multiply-adds), else "GFLOPS": the
+    unit a task's rate is printed in."""
     seen, stack = set(), [t.op for t in outputs]
     while stack:
         op = stack.pop()
         if op in seen or not isinstance(op, ComputeOp):
             continue
         seen.add(op)
-        if exists(op.body, lambda e: isinstance(e, Call) and e.name == "dot_u8s8"):
+        if exists(op.body, lambda e: isinstance(e, Reduce) and exists(
+                e.source, lambda v: isinstance(v, ProducerLoad) and v.dtype in _EIGHT_BIT)):
             return "GOPS"
         stack.extend(t.op for t in op.input_tensors())
     return "GFLOPS"
+
+
+_EIGHT_BIT = ("int8", "uint8")
 
 
 def _float_ops(e: Expr, tensor: str) -> int:

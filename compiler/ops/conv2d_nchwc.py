@@ -119,9 +119,13 @@ def conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1):
 
 
 @register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
-def depthwise_conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1):
+def depthwise_conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1, pad_value=0.0,
+                           dtype: str | None = None):
     """Depthwise convolution (channel multiplier 1) of packed data (N, C/x, H, W, x) with
-    a packed kernel (C/x, 1, KH, KW, 1, x): the packed output (N, C/x, OH, OW, x)."""
+    a packed kernel (C/x, 1, KH, KW, 1, x): the packed output (N, C/x, OH, OW, x), the
+    data padded with `pad_value`, summed in `dtype` (default the data's), to which
+    operands of another type are cast in the product (a quantized layer's uint8 values
+    and int8 weights in float32: conv2d_nchwc_int8.depthwise_conv2d_nchwc_int8)."""
     op = "depthwise_conv2d_nchwc"
     check_tensor(op, "data", data, 5)
     check_tensor(op, "kernel", kernel, 6)
@@ -133,15 +137,20 @@ def depthwise_conv2d_nchwc(data, kernel, stride=1, padding=0, dilation=1):
     args = (f"data of shape {shape_str(data.shape)}, kernel of shape {shape_str(kernel.shape)}, "
             f"stride={stride!r}, padding={padding!r}, dilation={dilation!r}")
     win = window2d(op, args, (h, w), (kh, kw), stride, padding, dilation)
-    src = pad_hw(data, win.padding, (2, 3))
+    src = pad_hw(data, win.padding, (2, 3), pad_value)
     (sh, sw), (dh, dw) = win.stride, win.dilation
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+
+    dtype = dtype or data.dtype
+
+    def widened(v):
+        return v if v.dtype == dtype else te.cast(v, dtype)
     return te.compute(
         (n, cb, *win.out, x),
         lambda b, c, oy, ox, oc: te.sum(
-            src[b, c, oy * sh + ry * dh, ox * sw + rx * dw, oc]
-            * kernel[c, 0, ry, rx, 0, oc], axis=[ry, rx]),
+            widened(src[b, c, oy * sh + ry * dh, ox * sw + rx * dw, oc])
+            * widened(kernel[c, 0, ry, rx, 0, oc]), axis=[ry, rx]),
         name="depthwise_conv2d_nchwc")
 
 

@@ -28,7 +28,7 @@ from .. import te
 from ..lang.tensor import Tensor
 from ..schedule.schedule import Schedule, create_schedule
 from ..target import Target
-from .conv2d_nchwc import default_choices, schedule_packed
+from .conv2d_nchwc import default_choices, depthwise_conv2d_nchwc, schedule_packed
 from .pad import pad_hw
 from .pattern import OpPattern, register_pattern
 from .shape import OpError, check_tensor, shape_str, static_shape, window2d
@@ -70,6 +70,42 @@ def conv2d_nchwc_int8(data, kernel, stride=1, padding=0, dilation=1, zero_point:
             te.dot_u8s8(word(src, (b, rco, oy * sh + ry * dh, ox * sw + rx * dw), rci),
                         kernel[o, rco, ry, rx, rci, oc]), axis=[rco, ry, rx, rci]),
         name="conv2d_nchwc_int8")
+
+
+DEPTHWISE_EXACT_TERMS = 2 ** 24 // (255 * 128)
+"""The most window taps whose products of a uint8 value by an int8 weight (each of
+magnitude at most 255 * 128) float32 sums exactly, every partial sum an integer below
+2^24: 514, a 22x22 window."""
+
+
+@register_pattern(OpPattern.OUT_ELEMWISE_FUSABLE)
+def depthwise_conv2d_nchwc_int8(data, kernel, stride=1, padding=0, dilation=1,
+                                zero_point: int = 0):
+    """Depthwise convolution (multiplier 1) of packed uint8 data (N, C/x, H, W, x) by
+    packed int8 weights (C/x, 1, KH, KW, 1, x): the raw sums (N, C/x, OH, OW, x) as
+    float32 integers, the data padded with `zero_point` (its term, zero point times the
+    window's weight sum, is the caller's, as for conv2d_nchwc_int8).
+
+    A depthwise output sums its window alone (9 products for a 3x3), where the int8 dot
+    product wants four channels summed in a lane: so both operands are widened to
+    float32 in the product and summed by FMAs, the float32 depthwise convolution's
+    kernel (depthwise_conv2d_nchwc, its one schedule). It is exact: every product and
+    partial sum is an integer below 2^24 for windows of at most DEPTHWISE_EXACT_TERMS
+    taps, in any order; the data is read as bytes, a quarter of float32's traffic."""
+    op = "depthwise_conv2d_nchwc_int8"
+    check_tensor(op, "data", data, 5)
+    check_tensor(op, "kernel", kernel, 6)
+    if (data.dtype, kernel.dtype) != ("uint8", "int8"):
+        raise OpError(f"{op}: takes uint8 data and int8 weights, not {data.dtype} and "
+                      f"{kernel.dtype}")
+    taps = int(kernel.shape[2]) * int(kernel.shape[3])
+    if taps > DEPTHWISE_EXACT_TERMS:
+        raise OpError(f"{op}: a window of {taps} taps is more than float32 sums exactly "
+                      f"({DEPTHWISE_EXACT_TERMS})")
+    if not 0 <= zero_point < 256:
+        raise OpError(f"{op}: zero_point {zero_point} is not a uint8 value")
+    return depthwise_conv2d_nchwc(data, kernel, stride, padding, dilation, zero_point,
+                                  "float32")
 
 
 def word(t, head: tuple, j):

@@ -153,6 +153,20 @@ def test_the_int8_packed_fallback_keeps_its_register_tile_in_registers(args, tar
     assert spilled_vector_moves(fallback_assembly("conv2d_nchwc_int8", full, target)) == []
 
 
+DEPTHWISE_INT8 = [(1, 32, 112, 112, 3, 3, 1, 1), (1, 144, 56, 56, 3, 3, 2, 1),
+                  (1, 960, 7, 7, 3, 3, 1, 1)]
+"""MobileNetV2's depthwise int8 layers (depthwise_conv2d_nchwc_int8: uint8 data, int8
+weights, float32 sums), in the target's lanes, with a data zero point."""
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=["avx2", "avx512"])
+@pytest.mark.parametrize("args", DEPTHWISE_INT8, ids=[str(a) for a in DEPTHWISE_INT8])
+def test_the_depthwise_int8_fallback_keeps_its_register_tile_in_registers(args, target):
+    full = (*args, compiler.Target(target).vector_lanes, 128)
+    asm = fallback_assembly("depthwise_conv2d_nchwc_int8", full, target)
+    assert spilled_vector_moves(asm) == []
+
+
 WINOGRAD = [(1, 64, 56, 56, 64, 1), (1, 128, 28, 28, 128, 1), (1, 256, 14, 14, 256, 1)]
 """ResNet's 3x3, stride 1 layers that run by Winograd untuned: (N, C, H, W, K, padding),
 in the target's blocks, with the tile size the target takes (winograd_tile_size)."""
@@ -183,6 +197,7 @@ def test_every_template_with_a_schedule_has_a_case():
     ours = {n for n in search_spaces.templates()
             if search_spaces.get_template(n).fn.__module__.startswith("search_spaces.")}
     library = {n for n in ours if search_spaces.get_template(n).library is not None}
-    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc", "conv2d_nchwc_int8"} | \
+    assert {n for n, _ in CASES + PACKED} | {"conv2d_winograd_nchwc", "conv2d_nchwc_int8",
+                                        "depthwise_conv2d_nchwc_int8"} | \
         ROW_KERNELS == \
         ours - library

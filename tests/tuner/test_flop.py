@@ -125,10 +125,15 @@ def test_int8_kernels_count_two_operations_per_multiply_add():
 
 
 def test_int8_kernels_are_rated_in_gops_and_float_ones_in_gflops():
-    from compiler.ops.conv2d_nchwc_int8 import conv2d_nchwc_int8
+    from compiler.ops.conv2d_nchwc_int8 import (conv2d_nchwc_int8,
+                                              depthwise_conv2d_nchwc_int8)
     data = te.placeholder((1, 2, 13, 13, 16), name="data", dtype="uint8")
     kernel = te.placeholder((3, 2, 3, 3, 4, 16), name="kernel", dtype="int32")
     assert work_unit([conv2d_nchwc_int8(data, kernel, 2, 1)]) == "GOPS"
+    weights = te.placeholder((2, 1, 3, 3, 1, 16), name="weights", dtype="int8")
+    depthwise = depthwise_conv2d_nchwc_int8(data, weights, 1, 1, 1, 7)
+    assert work_unit([depthwise]) == "GOPS"
+    assert compute_flop([depthwise]) == 2 * 32 * 13 * 13 * 9
     a = te.placeholder((7, 13), name="a")
     b = te.placeholder((13, 37), name="b")
     k = te.reduce_axis((0, 13), name="k")

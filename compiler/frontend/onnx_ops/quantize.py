@@ -33,7 +33,7 @@ import numpy as np
 from ... import graph
 from ...graph.ir.expr import Constant
 from ...graph.ir.op import reduce, tensor
-from ...graph.ir.op.qnn import qnn_conv2d, qnn_dense
+from ...graph.ir.op.qnn import DEPTHWISE_EXACT_TERMS, qnn_conv2d, qnn_dense
 from ...graph.ir.op.transform import reshape
 from .common import DTYPES, axis, dtype_name, pads
 from .nn import matmul
@@ -321,14 +321,18 @@ def _per_channel(ctx, param, w, what: str, output: bool):
 
 def _int8_conv(ctx, x, x_zero, w, w_zero, attrs):
     """The int32 convolution of x and w less their zero points as a qnn.conv2d, where it
-    is one: 2-D, one group, constant int8 weights of zero point 0 (or none), a constant
-    x zero point; int8 x shifted by 128 to uint8 (x - x_zero_point is unchanged), the
-    channels padded to a multiple of 4 (the int8 kernels' words) with terms of 0. None
-    otherwise. Reads every attribute of Conv (kernel_shape checked by the caller's Conv
-    converter, which runs first)."""
+    is one: 2-D, one group or one per channel (depthwise, a window of at most
+    DEPTHWISE_EXACT_TERMS taps), constant int8 weights of zero point 0 (or none), a
+    constant x zero point; int8 x shifted by 128 to uint8 (x - x_zero_point is
+    unchanged), the channels of one group padded to a multiple of 4 (the int8 kernels'
+    words) with terms of 0. None otherwise. Reads every attribute of Conv (kernel_shape
+    checked by the caller's Conv converter, which runs first)."""
     _check_8_bit(ctx, x=(x, x_zero), w=(w, w_zero))
     known_zero = x_zero is None or ctx.known(x_zero)
-    if len(ctx.shape(x)) != 4 or attrs.get("group", 1) != 1 or ctx.dtype(w) != "int8" or \
+    group = attrs.get("group", 1)
+    depthwise = len(ctx.shape(x)) == 4 and group == ctx.shape(x)[1] == ctx.shape(w)[0] and \
+        ctx.shape(w)[1] == 1 and int(np.prod(ctx.shape(w)[2:])) <= DEPTHWISE_EXACT_TERMS
+    if len(ctx.shape(x)) != 4 or group != 1 and not depthwise or ctx.dtype(w) != "int8" or \
             not ctx.known(w) or not known_zero or w_zero is not None and \
             (not ctx.known(w_zero) or np.any(ctx.value(w_zero, "w_zero_point"))):
         return None
@@ -342,12 +346,12 @@ def _int8_conv(ctx, x, x_zero, w, w_zero, attrs):
     strides, dilation = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1))
     padding = pads(attrs, ctx.shape(x)[2:], ctx.shape(w)[2:], strides, dilation)
     weight = np.asarray(ctx.value(w, "w"))
-    extra = -weight.shape[1] % 4
+    extra = 0 if depthwise else -weight.shape[1] % 4
     if extra:  # channels to a multiple of 4 (an image's 3): x's the zero point, w's 0
         x = graph.nn.pad(x, ((0, 0), (0, extra), (0, 0), (0, 0)), pad_value=zero)
         weight = np.pad(weight, ((0, 0), (0, extra), (0, 0), (0, 0)))
     return qnn_conv2d(x, Constant(weight), strides=strides, padding=padding,
-                      dilation=dilation, input_zero_point=zero)
+                      dilation=dilation, input_zero_point=zero, groups=group)
 
 
 FLOAT_EXACT_TERMS = 2 ** 24 // (255 * 255)

@@ -131,10 +131,11 @@ def test_a_group_that_is_no_qlinear_conv_stays(case):
     assert steps.max() <= 1 + 1e-6
 
 
-@pytest.mark.parametrize("group,c,weight_type", [(32, 32, "int8"), (1, 64, "uint8")])
+@pytest.mark.parametrize("group,c,weight_type", [(4, 32, "int8"), (1, 64, "uint8")])
 def test_convolutions_that_are_no_qnn_conv_are_exact(group, c, weight_type):
-    """A depthwise QLinearConv (9 terms an output: summed in float32, exactly) and a
-    ConvInteger of uint8 weights over 64 channels (576 terms: in int32)."""
+    """A grouped QLinearConv (4 groups of 8 channels, 72 terms an output: summed in
+    float32, exactly) and a ConvInteger of uint8 weights over 64 channels (576 terms: in
+    int32)."""
     rng = np.random.default_rng(group + c)
     o, low = c, 0
     w = rng.integers(-128, 128, (o, c // group, 3, 3)) if weight_type == "int8" else \
@@ -158,6 +159,41 @@ def test_convolutions_that_are_no_qnn_conv_are_exact(group, c, weight_type):
     how = "float32" if group > 1 else "int32"
     with pytest.warns(QuantizedInFloatWarning, match=f"group {group}, in {how}"):
         _, got, want = _run_both(model, x)  # the import names it
+    np.testing.assert_array_equal(got, want)
+
+
+def _depthwise(dtype, c, hw, k, stride, pad, seed):
+    """A depthwise QLinearConv (group = channels), per-channel weight scales, a bias."""
+    model, x = _qlinear_conv(dtype, c, c, hw, k, stride, pad, seed)
+    rng = np.random.default_rng(seed)
+    w = [i for i in model.graph.initializer if i.name == "w"][0]
+    w.CopyFrom(_init("w", rng.integers(-128, 128, (c, 1, k, k)), np.int8))
+    model.graph.node[0].attribute.append(helper.make_attribute("group", c))
+    return model, x
+
+
+@pytest.mark.parametrize("dtype,c,hw,k,stride,pad", [
+    ("uint8", 32, 13, 3, 1, 1), ("int8", 48, 37, 3, 2, 1), ("uint8", 16, 7, 5, 1, 2),
+    ("int8", 7, 13, 3, 1, 1)])
+def test_a_depthwise_qlinear_conv_is_exact_on_its_int8_kernel(dtype, c, hw, k, stride, pad):
+    """A depthwise QLinearConv is a qnn.conv2d of one group per channel: packed where its
+    channels fill the target's blocks (7 stay NCHW), its bytes read as they are and
+    summed exactly in float32; no warning, and equal to ONNX Runtime."""
+    model, x = _depthwise(dtype, c, hw, k, stride, pad, seed=c + k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", QuantizedInFloatWarning)
+        lib, got, want = _run_both(model, x)
+    np.testing.assert_array_equal(got, want)
+    templates = [(s.get("info") or {}).get("template") for s in lib.plan["steps"]
+                 if "qnn.conv2d" in s["ops"]]
+    assert templates == (["depthwise_conv2d_nchwc_int8"] if c % 16 == 0 else [None])
+
+
+def test_a_depthwise_qlinear_conv_for_haswell_where_this_host_runs_it():
+    if Target("llvm").vector_bits < 256 or not Target("llvm").has_fma:
+        pytest.skip("this host does not run AVX2 code")
+    model, x = _depthwise("int8", 24, 13, 3, 2, 1, seed=3)
+    _, got, want = _run_both(model, x, target="llvm -mcpu=haswell")
     np.testing.assert_array_equal(got, want)
 
 

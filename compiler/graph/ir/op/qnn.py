@@ -21,6 +21,14 @@ AVX2) into NCHW[x]c uint8 data, weights as int32 words of four input channels,
 zero point's term zero_point * sum(w) per output channel, (O/y, y): the packed
 compute is compiler.ops.conv2d_nchwc_int8 (vpdpbusd where the CPU has VNNI) less it.
 
+A depthwise qnn.conv2d (groups = channels, one filter each: weights (C, 1, KH, KW), at
+most DEPTHWISE_EXACT_TERMS taps) sums its window in float32, exactly (every partial sum
+an integer below 2^24): NCHW, the operands widened to float32 by depthwise_conv2d_nchw;
+packed in the target's channel blocks (those of its data where they fit), uint8
+NCHW[x]c data by int8 weights (C/x, 1, KH, KW, 1, x) (kernel_layout "OIHW1i[x]o"),
+less the zero point's term (C/x, x): compiler.ops' depthwise_conv2d_nchwc_int8, both
+widened in the product. Either way the result is the int32 sums.
+
 qnn.dense(x, w)[m, n] = sum over k of x[m, k] * w[n, k], uint8 data (M, K) by int8
 weights (N, K) (nn.dense's layout), the raw int32 sums: a zero point of the data, which
 dynamic quantization computes at run time, is the caller's term (zero point times the
@@ -36,8 +44,12 @@ import numpy as np
 
 from .... import te
 from ....ops.conv2d import conv2d_nchw
-from ....ops.conv2d_nchwc_int8 import conv2d_nchwc_int8, schedule_conv2d_nchwc_int8
+from ....ops.conv2d_nchwc import schedule_conv2d_nchwc
+from ....ops.conv2d_nchwc_int8 import (DEPTHWISE_EXACT_TERMS, conv2d_nchwc_int8,
+                                       depthwise_conv2d_nchwc_int8,
+                                       schedule_conv2d_nchwc_int8)
 from ....ops.conv2d_schedule import schedule_conv2d_nchw
+from ....ops.depthwise_conv2d import depthwise_conv2d_nchw
 from ....ops.dense_int8 import dense_int8, schedule_dense_int8
 from ....ops.pattern import OpPattern
 from ....ops.tail import find_anchor
@@ -59,15 +71,42 @@ def _out_hw(h, w, kh, kw, attrs):
 
 
 def _check_attrs(attrs):
-    if attrs["groups"] != 1:
-        raise GraphTypeError(f"{NAME}: groups={attrs['groups']} is not supported (1)")
     if not 0 <= attrs["input_zero_point"] < 256:
         raise GraphTypeError(f"{NAME}: input_zero_point {attrs['input_zero_point']} is not "
                              f"a uint8 value")
 
 
+def _depthwise_rel(types, attrs):
+    """A depthwise call's type: NCHW (C, 1, KH, KW) int8 weights, or packed ones
+    (C/x, 1, KH, KW, 1, x) with their int32 term (C/x, x)."""
+    packed_form = attrs["data_layout"] != "NCHW"
+    data, weight, *term = tensor_args(NAME, types, 3 if packed_form else 2)
+    if not packed_form:
+        fits = (data.dtype, weight.dtype) == ("uint8", "int8") and data.ndim == 4 and \
+            weight.ndim == 4 and attrs["groups"] == data.shape[1] == weight.shape[0] and \
+            weight.shape[1] == 1
+    else:
+        x = block_of(attrs["data_layout"])
+        fits = data.dtype == "uint8" and data.ndim == 5 and data.shape[4] == x and \
+            (weight.dtype, term[0].dtype) == ("int8", "int32") and weight.ndim == 6 and \
+            weight.shape[:2] == (data.shape[1], 1) and weight.shape[4:] == (1, x) and \
+            term[0].shape == (data.shape[1], x) and attrs["groups"] == data.shape[1] * x
+    if not fits:
+        raise GraphTypeError(f"{NAME}: a depthwise call of groups={attrs['groups']} takes "
+                             f"uint8 data and one filter per channel, not {data} and "
+                             f"{weight} ({attrs['data_layout']})")
+    kh, kw = weight.shape[2:4]
+    if kh * kw > DEPTHWISE_EXACT_TERMS:
+        raise GraphTypeError(f"{NAME}: a depthwise window of {kh}x{kw} is more taps than "
+                             f"float32 sums exactly ({DEPTHWISE_EXACT_TERMS})")
+    return TensorType((*data.shape[:2], *_out_hw(*data.shape[2:4], kh, kw, attrs),
+                       *data.shape[4:]), "int32")
+
+
 def _rel(types, attrs):
     _check_attrs(attrs)
+    if attrs["groups"] != 1:
+        return _depthwise_rel(types, attrs)
     if attrs["data_layout"] == "NCHW":
         data, weight = tensor_args(NAME, types, 2)
         if (data.dtype, weight.dtype) != ("uint8", "int8") or data.ndim != 4 or \
@@ -93,6 +132,8 @@ def _rel(types, attrs):
 def _compute(ins, at, ty):
     common = dict(stride=at["strides"], padding=at["padding"], dilation=at["dilation"])
     zero = at["input_zero_point"]
+    if at["groups"] != 1:
+        return _depthwise_compute(ins, at, common)
     if at["data_layout"] == "NCHW":
         data, weight = ins
         x = te.compute(data.shape, lambda *i: te.cast(data[i], "int32") - zero,
@@ -100,25 +141,53 @@ def _compute(ins, at, ty):
         w = te.compute(weight.shape, lambda *i: te.cast(weight[i], "int32"), name="qnn_weight")
         return conv2d_nchw(x, w, **common)
     data, words, term = ins
-    conv = conv2d_nchwc_int8(data, words, zero_point=zero, **common)
-    return te.compute(conv.shape, lambda b, o, y, x, c: conv[b, o, y, x, c] - term[o, c],
+    return less_term(conv2d_nchwc_int8(data, words, zero_point=zero, **common), term)
+
+
+def less_term(sums: te.Tensor, term: te.Tensor) -> te.Tensor:
+    """A packed call's result, the anchor of its kernel: the raw sums (N, O/y, OH, OW, y)
+    as int32 (a depthwise one's are float32 integers) less the zero point's term
+    (O/y, y)."""
+    def raw(*i):
+        return sums[i] if sums.dtype == "int32" else te.cast(sums[i], "int32")
+    return te.compute(sums.shape, lambda b, o, y, x, c: raw(b, o, y, x, c) - term[o, c],
                       name="qnn_conv2d")
 
 
+def _depthwise_compute(ins, at, common):
+    zero = at["input_zero_point"]
+    if at["data_layout"] == "NCHW":
+        data, weight = ins
+        x = te.compute(data.shape, lambda *i: te.cast(data[i], "float32") - float(zero),
+                       name="qnn_data")
+        w = te.compute(weight.shape, lambda *i: te.cast(weight[i], "float32"),
+                       name="qnn_weight")
+        conv = depthwise_conv2d_nchw(x, w, **common)
+        return te.compute(conv.shape, lambda *i: te.cast(conv[i], "int32"), name="qnn_conv2d")
+    data, weight, term = ins
+    return less_term(depthwise_conv2d_nchwc_int8(data, weight, zero_point=zero, **common),
+                     term)
+
+
 def int_conv(x: np.ndarray, w: np.ndarray, attrs, pad_value: int) -> np.ndarray:
-    """The int64 convolution of NCHW `x` padded with `pad_value` by OIHW `w`."""
+    """The int64 convolution of NCHW `x` padded with `pad_value` by OIHW `w` (of all
+    its channels, or of one each: depthwise)."""
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     top, left, bottom, right = attrs["padding"]
     x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (top, bottom), (left, right)),
                constant_values=pad_value)
-    o, _, kh, kw = w.shape
+    o, per_group, kh, kw = w.shape
     oh, ow = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1, (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
     out = np.zeros((x.shape[0], o, oh, ow), np.int64)
     for ky in range(kh):
         for kx in range(kw):
             win = x[:, :, ky * dh:ky * dh + sh * (oh - 1) + 1:sh,
                     kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
-            out += np.einsum("nchw,oc->nohw", win, w[:, :, ky, kx].astype(np.int64))
+            taps = w[:, :, ky, kx].astype(np.int64)
+            if per_group == x.shape[1]:
+                out += np.einsum("nchw,oc->nohw", win, taps)
+            else:  # depthwise: one filter per channel
+                out += win * taps.reshape(1, o, 1, 1)
     return out
 
 
@@ -129,7 +198,8 @@ def _reference(args, attrs):
         return int_conv(data.astype(np.int64) - zero, weight, attrs, 0).astype(np.int32)
     data, words, term = args
     nchw = transform_array(data, attrs["data_layout"], "NCHW")
-    raw = int_conv(nchw, unpack_words(words), attrs, zero)
+    weight = unpack_depthwise(words) if attrs["groups"] != 1 else unpack_words(words)
+    raw = int_conv(nchw, weight, attrs, zero)
     out = (raw - term.reshape(1, -1, 1, 1)).astype(np.int32)
     return transform_array(out, "NCHW", attrs.get("out_layout") or attrs["data_layout"])
 
@@ -151,11 +221,30 @@ def unpack_words(words: np.ndarray) -> np.ndarray:
     return k.transpose(0, 5, 1, 4, 6, 2, 3).reshape(ob * y, cb * xw * 4, kh, kw)
 
 
+def pack_depthwise(weight: np.ndarray, block: int) -> np.ndarray:
+    """int8 (C, 1, KH, KW) depthwise weights packed (C/x, 1, KH, KW, 1, x)."""
+    c, _, kh, kw = weight.shape
+    k = weight.astype(np.int8).reshape(c // block, block, 1, kh, kw, 1)
+    return np.ascontiguousarray(k.transpose(0, 2, 3, 4, 5, 1))
+
+
+def unpack_depthwise(weight: np.ndarray) -> np.ndarray:
+    """pack_depthwise's int8 (C, 1, KH, KW) weights again."""
+    cb, _, kh, kw, _, x = weight.shape
+    return weight[:, 0, :, :, 0, :].transpose(0, 3, 1, 2).reshape(cb * x, 1, kh, kw)
+
+
 def _alter(attrs, inputs, tinfos, out_type, blocks):
-    """The packed form in `blocks` (x, y): the weights as words, the zero point's term."""
+    """The packed form in `blocks` (x, y): the weights as words, the zero point's term
+    (a depthwise call's: int8 weights, one block)."""
     x, y = blocks
     weight = inputs[1].data
     term = attrs["input_zero_point"] * weight.astype(np.int64).sum(axis=(1, 2, 3))
+    if attrs["groups"] != 1:
+        return qnn_conv2d(inputs[0], Constant(pack_depthwise(weight, x)),
+                          Constant(term.astype(np.int32).reshape(-1, x)), attrs["strides"],
+                          attrs["padding"], attrs["dilation"], attrs["input_zero_point"],
+                          packed(x), f"OIHW1i{x}o", groups=attrs["groups"])
     return qnn_conv2d(inputs[0], Constant(pack_words(weight, x, y)),
                       Constant(term.astype(np.int32).reshape(-1, y)), attrs["strides"],
                       attrs["padding"], attrs["dilation"], attrs["input_zero_point"], packed(x),
@@ -171,10 +260,16 @@ def _layout(ctx, call: Call) -> Expr | None:
         return None
     data, weight = (a.ty for a in ctx.original().args)
     channels, out_channels = data.shape[1], weight.shape[0]
+    have = ctx.layout_of(call.args[0])
+    if call.attrs["groups"] != 1:  # depthwise: one block in and out
+        blocks = channel_blocks(channels)
+        if is_packed(have) and channels % block_of(have) == 0:
+            blocks = [block_of(have)]
+        return ctx.alter(call, functools.partial(_alter, blocks=(blocks[0],) * 2)) \
+            if blocks else None
     ins = [b for b in channel_blocks(channels) if b % 4 == 0]
     if not ins and channels % 4 == 0 and channels < smallest_block() * 2:
         ins = [channels]  # an image's few channels (padded to 4): one block of all
-    have = ctx.layout_of(call.args[0])
     if is_packed(have) and channels % block_of(have) == 0 and block_of(have) % 4 == 0:
         ins = [block_of(have)]
     outs = channel_blocks(out_channels)
@@ -184,11 +279,14 @@ def _layout(ctx, call: Call) -> Expr | None:
 
 
 def _schedule(out, anchor, call: Call):
-    """The packed int8 convolution's schedule, else the NCHW one with the widened
-    operands inlined."""
+    """The packed int8 convolution's schedule (a depthwise one's: the packed float32
+    depthwise schedule), else the NCHW one with the widened operands inlined."""
+    depthwise = call.attrs["groups"] != 1
     if call.attrs["data_layout"] != "NCHW":
+        if depthwise:
+            return schedule_conv2d_nchwc(out, find_anchor(out, "depthwise_conv2d_nchwc_int8"))
         return schedule_conv2d_nchwc_int8(out, find_anchor(out, "conv2d_nchwc_int8"))
-    conv = find_anchor(out, "conv2d_nchw")
+    conv = find_anchor(out, "depthwise_conv2d_nchw" if depthwise else "conv2d_nchw")
     s = schedule_conv2d_nchw(out, conv)
     for t in s.stages:
         if t.op.name in ("qnn_data", "qnn_weight"):
@@ -209,7 +307,12 @@ def _samples():
              {**base, "dilation": (2, 1), "input_zero_point": 200}),
             ([t("uint8", 1, 2, 7, 13, 8), t("int32", 1, 2, 3, 3, 2, 16), t("int32", 1, 16)],
              {**base, "data_layout": "NCHW8c", "kernel_layout": "OIHW8i16o4i",
-              "out_layout": "NCHW16c", "padding": (1, 0, 1, 2)})]
+              "out_layout": "NCHW16c", "padding": (1, 0, 1, 2)}),
+            ([t("uint8", 1, 7, 13, 9), t("int8", 7, 1, 3, 3)],
+             {**base, "groups": 7, "padding": (1, 1, 1, 1), "strides": (2, 2)}),
+            ([t("uint8", 1, 2, 9, 13, 8), t("int8", 2, 1, 3, 3, 1, 8), t("int32", 2, 8)],
+             {**base, "groups": 16, "data_layout": "NCHW8c", "kernel_layout": "OIHW1i8o",
+              "padding": (1, 1, 0, 2), "input_zero_point": 131})]
 
 
 register_op(NAME, _rel, OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -223,12 +326,13 @@ register_op(NAME, _rel, OpPattern.OUT_ELEMWISE_FUSABLE,
 def qnn_conv2d(data: Expr, weight: Expr, term: Expr | None = None, strides=(1, 1),
                padding=(0, 0), dilation=(1, 1), input_zero_point: int = 0,
                data_layout: str = "NCHW", kernel_layout: str = "OIHW",
-               out_layout: str = "") -> Call:
-    """qnn.conv2d of uint8 `data` and int8 `weight` (packed: int32 words, with the zero
-    point's `term`); out_layout "" is data_layout's."""
+               out_layout: str = "", groups: int = 1) -> Call:
+    """qnn.conv2d of uint8 `data` and int8 `weight` (packed: int32 words, or a depthwise
+    call's int8 weights, with the zero point's `term`); out_layout "" is
+    data_layout's."""
     args = [data, weight] if term is None else [data, weight, term]
     return call(NAME, args, strides=pair(strides, "strides"), padding=padding4(padding),
-                dilation=pair(dilation, "dilation"), groups=1,
+                dilation=pair(dilation, "dilation"), groups=int(groups),
                 input_zero_point=int(input_zero_point), data_layout=data_layout,
                 kernel_layout=kernel_layout, out_layout=out_layout)
 
