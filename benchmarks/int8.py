@@ -19,13 +19,15 @@ under ApplyHistoryBest of that log (tune them first: autosched tune FILE --db LO
 quantized file and the float32 one with the same budget). With --layers, each int8
 convolution of our int8 build (the tuned one with --db) is listed after the rounds with
 its GOPS, timed kernel by kernel (GraphExecutor.profile), and its share of the int8 peak
-benchmarks/peak.py measures on this host; the work counted is that of the packed
+benchmarks/peak.py measures on this host (a depthwise one's: of the float32 FMA peak,
+the multiply-adds its widened bytes run on); the work counted is that of the packed
 channels (an image's 3 count as 4).
 
 Our build fuses each QDQ Conv group into a QLinearConv (compiler/frontend/qdq_fusion.py),
-which runs on int8 kernels (qnn.conv2d: vpdpbusd where the CPU has VNNI); the other
-quantized operators (Add, pools, Gemm, depthwise and grouped convolutions) still run in
-float32 between their DequantizeLinear and QuantizeLinear, or on int32 kernels. The
+which runs on int8 kernels (qnn.conv2d: vpdpbusd where the CPU has VNNI; a depthwise
+one sums its bytes in float32, exactly); the other quantized operators (Add, global
+pools, Gemm, grouped convolutions) still run in float32 between their DequantizeLinear
+and QuantizeLinear, or on int32 kernels; the import names them (QuantizedInFloatWarning). The
 models are compile_time.py's exports (~/.cache/autosched/benchmark-models); the
 quantized files are kept beside them.
 """
@@ -139,28 +141,40 @@ def ours(path: str, feeds: dict, db: str | None = None):
 
 
 def layers(lib, feeds: dict) -> None:
-    """Each int8 convolution's GOPS against the int8 peak (the --layers listing)."""
+    """Each int8 convolution's GOPS against the int8 peak, and each depthwise one's
+    against the float32 FMA peak, whose multiply-adds of widened bytes it runs on (the
+    --layers listing)."""
     import re
 
-    from peak import int8_peak
+    from peak import fma_peak, int8_peak
 
     from compiler import Target
-    _, peak = int8_peak(Target(TARGET))
+    target = Target(TARGET)
+    peaks = {"conv2d_nchwc_int8": int8_peak(target)[1],
+             "depthwise_conv2d_nchwc_int8": fma_peak(target)[1]}
     for k, v in feeds.items():
         lib.set_input(k, v)
     lib.run()
     rows = []
     for step, row in zip(lib.plan["steps"], lib.profile(repeat=3)):
         work = (step.get("info") or {}).get("workload") or ""
-        m = re.match(r"conv2d_nchwc_int8\(" + ", ".join([r"(\d+)"] * 9), work)
-        if m:
-            n, c, h, w, k, r, s_, stride, pad = map(int, m.groups())
-            oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s_) // stride + 1
-            gops = 2 * n * c * k * r * s_ * oh * ow / row["seconds"] / 1e9
-            rows.append((row["seconds"], gops, work, (step.get("info") or {}).get("config")))
-    print(f"  int8 peak {peak:.1f} GOPS; the int8 convolutions, heaviest first:")
-    for seconds, gops, work, config in sorted(rows, reverse=True):
-        print(f"    {seconds * 1e3:6.3f} ms {gops:7.1f} GOPS {gops / peak:5.0%}  {work} {config}")
+        m = re.match(r"(\w+)\(" + ", ".join([r"(\d+)"] * 9), work)
+        if not m or m.group(1) not in peaks:
+            continue
+        if m.group(1) == "conv2d_nchwc_int8":
+            n, c, h, w, k, r, s_, stride, pad = map(int, m.groups()[1:])
+        else:  # depthwise: (N, C, H, W, R, S, stride, padding, block)
+            n, c, h, w, r, s_, stride, pad, _ = map(int, m.groups()[1:])
+            k = 1
+        oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s_) // stride + 1
+        gops = 2 * n * c * k * r * s_ * oh * ow / row["seconds"] / 1e9
+        rows.append((row["seconds"], gops, gops / peaks[m.group(1)], work,
+                     (step.get("info") or {}).get("config")))
+    print(f"  int8 peak {peaks['conv2d_nchwc_int8']:.1f} GOPS, float32 FMA peak "
+          f"{peaks['depthwise_conv2d_nchwc_int8']:.1f} GFLOPS (the depthwise layers'); "
+          "the int8 convolutions, heaviest first:")
+    for seconds, gops, share, work, config in sorted(rows, reverse=True):
+        print(f"    {seconds * 1e3:6.3f} ms {gops:7.1f} GOPS {share:5.0%}  {work} {config}")
 
 
 def theirs(path: str, feeds: dict):
